@@ -1,0 +1,1 @@
+"""raftlog.bench: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""raftlog.chaos: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""raftlog.client: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""raftlog.node: see docs/architecture.md."""

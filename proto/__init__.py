@@ -1,0 +1,1 @@
+"""raftlog.proto: see docs/architecture.md."""
