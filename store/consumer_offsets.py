@@ -1,0 +1,85 @@
+"""Consumer offsets: per consumer group and topic/queue, the next queue offset to consume.
+
+Rules this module keeps:
+- An offset is a ``queue_offset`` (units in a ConsumeQueue), never a physical offset.
+- Persisted as JSON under ``<root>/config/consumer_offsets.json`` with an atomic replace, so a
+  crash leaves either the previous or the new table, never a torn one.
+- Committing is idempotent and may move an offset backwards (a consumer rewinding on purpose).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+from raftlog.store.atomic_file import read_file, write_atomically
+from raftlog.store.errors import InvalidOffsetError
+from raftlog.store.filesystem import FileSystem
+
+CONSUMER_OFFSETS_FILE = os.path.join("config", "consumer_offsets.json")
+_FORMAT_VERSION = 1
+
+
+class ConsumerOffsets:
+    """The table of committed consumer offsets, loaded at open and saved on ``persist``."""
+
+    def __init__(self, fs: FileSystem, root_dir: str) -> None:
+        self._fs = fs
+        self._path = os.path.join(root_dir, CONSUMER_OFFSETS_FILE)
+        self._lock = threading.Lock()
+        self._offsets: dict[tuple[str, str, int], int] = {}
+        self._dirty = False
+        self._load()
+
+    def commit(self, group: str, topic: str, queue_id: int, queue_offset: int) -> None:
+        """Record ``queue_offset`` as the next one ``group`` consumes from ``topic``/``queue_id``
+        (in memory; ``persist`` makes it durable)."""
+        if queue_offset < 0:
+            raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
+        with self._lock:
+            key = (group, topic, queue_id)
+            if self._offsets.get(key) != queue_offset:
+                self._offsets[key] = queue_offset
+                self._dirty = True
+
+    def fetch(self, group: str, topic: str, queue_id: int) -> int | None:
+        """The committed next queue offset, or None when ``group`` never committed one."""
+        with self._lock:
+            return self._offsets.get((group, topic, queue_id))
+
+    def groups(self) -> list[str]:
+        with self._lock:
+            return sorted({group for group, _, _ in self._offsets})
+
+    def offsets_of_group(self, group: str) -> dict[tuple[str, int], int]:
+        """``{(topic, queue_id): next queue offset}`` for one group."""
+        with self._lock:
+            return {(t, q): o for (g, t, q), o in self._offsets.items() if g == group}
+
+    def persist(self) -> None:
+        """Write the table atomically if it changed since the last write."""
+        with self._lock:
+            if not self._dirty:
+                return
+            write_atomically(self._fs, self._path, self._to_json())
+            self._dirty = False
+
+    def _to_json(self) -> bytes:
+        nested: dict[str, dict[str, dict[str, int]]] = {}
+        for (group, topic, queue_id), queue_offset in self._offsets.items():
+            nested.setdefault(group, {}).setdefault(topic, {})[str(queue_id)] = queue_offset
+        document = {"version": _FORMAT_VERSION, "offsets": nested}
+        return json.dumps(document, sort_keys=True, indent=1).encode()
+
+    def _load(self) -> None:
+        raw = read_file(self._fs, self._path)
+        if raw is None:
+            return
+        document = json.loads(raw)
+        if document.get("version") != _FORMAT_VERSION:
+            raise ValueError(f"{self._path}: unknown format version {document.get('version')!r}")
+        for group, topics in document["offsets"].items():
+            for topic, queues in topics.items():
+                for queue_id, queue_offset in queues.items():
+                    self._offsets[(group, topic, int(queue_id))] = int(queue_offset)

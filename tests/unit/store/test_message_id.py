@@ -1,0 +1,47 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from raftlog.store.errors import InvalidMessageIdError
+from raftlog.store.message_id import decode_message_id, encode_message_id
+
+VECTOR = json.loads(Path("/work/shared/spec/vectors.json").read_text())["offset_message_id"]
+
+
+def test_encode_matches_vector() -> None:
+    host = (VECTOR["store_host"][0], VECTOR["store_host"][1])
+    assert encode_message_id(host, VECTOR["physical_offset"]) == VECTOR["id"]
+
+
+def test_decode_matches_vector() -> None:
+    host, physical_offset = decode_message_id(VECTOR["id"])
+    assert host == (VECTOR["store_host"][0], VECTOR["store_host"][1])
+    assert physical_offset == VECTOR["physical_offset"]
+
+
+def test_decode_accepts_lowercase() -> None:
+    assert decode_message_id(VECTOR["id"].lower())[1] == VECTOR["physical_offset"]
+
+
+def test_ipv6_round_trip() -> None:
+    message_id = encode_message_id(("::1", 8080), 2**40 + 5)
+    assert len(message_id) == 56
+    assert decode_message_id(message_id) == (("::1", 8080), 2**40 + 5)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "7F00",
+        VECTOR["id"] + "0",
+        "Z" * 32,
+        "7F00000100002A9F000000000000100G",
+        " " * 32,
+        "7F000001FFFFFFFF0000000000001000",
+    ],
+)
+def test_decode_rejects_malformed(bad: str) -> None:
+    with pytest.raises(InvalidMessageIdError):
+        decode_message_id(bad)
