@@ -1,0 +1,346 @@
+"""ConsumeQueue: the per topic/queue index of 20-byte units into the CommitLog.
+
+Layout (STORE_FORMAT.md): ``<root>/consumequeue/<topic>/<queue_id>/<20-digit start byte>``,
+each file holding at most ``file_units`` units of ``commitlog_offset(8) | size(4) |
+tag_hash(8)``, big-endian. A message's queue offset is its unit's byte position / 20.
+
+Rules this module keeps:
+- Units are dense: ``append_units`` takes the next queue offset exactly; nothing is skipped.
+- Units point at ascending physical offsets, so "first unit at or past physical offset P" is a
+  binary search. Truncation (recovery, Raft) and retention use it.
+- Files grow as units are appended (no preallocation); a new file starts only when the previous
+  one is full, so the last file's size gives the queue's end. Trailing units whose size field is
+  0 are torn zeros from a crash and are dropped on load.
+- No queue owns a file descriptor: every read and write goes through one ``FileHandleCache``
+  shared by all queues (and the IndexFiles), which bounds the number of open files however many
+  queues exist. I/O runs under the cache's lock, so eviction never closes a handle in use.
+- ConsumeQueues are derived data: after a crash they are truncated and rebuilt from the
+  CommitLog, so writes here are not synced one by one; ``FileHandleCache.sync_dirty`` makes
+  them durable before a checkpoint records them as dispatched.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import NamedTuple
+
+from raftlog.store.filesystem import FileHandle, FileSystem
+
+UNIT_SIZE_BYTES = 20
+CONSUME_QUEUE_DIR = "consumequeue"
+_UNIT = struct.Struct(">QIQ")
+_FILE_NAME_DIGITS = 20
+assert _UNIT.size == UNIT_SIZE_BYTES
+
+
+class ConsumeQueueUnit(NamedTuple):
+    """One decoded unit: where the message's record is and its tag hash."""
+
+    physical_offset: int
+    size_bytes: int
+    tag_hash: int
+
+
+def encode_unit(physical_offset: int, size_bytes: int, tag_hash: int) -> bytes:
+    """The 20 bytes of one unit."""
+    return _UNIT.pack(physical_offset, size_bytes, tag_hash)
+
+
+def decode_unit(buf: bytes | memoryview, pos: int = 0) -> ConsumeQueueUnit:
+    """The unit whose 20 bytes start at ``pos``."""
+    return ConsumeQueueUnit._make(_UNIT.unpack_from(buf, pos))
+
+
+def file_name(start_byte: int) -> str:
+    """The 20-digit zero-padded name of a file starting at ``start_byte``."""
+    return f"{start_byte:0{_FILE_NAME_DIGITS}d}"
+
+
+class FileHandleCache:
+    """A bounded LRU of open file handles shared by every ConsumeQueue and IndexFile.
+
+    Each operation opens the file if needed (evicting the least recently used handle beyond
+    ``max_open_handles``) and runs under one lock, so a handle is never closed while in use.
+    Paths written since the last ``sync_dirty`` are remembered, even after their handle was
+    evicted: fsync through a new descriptor makes the file's earlier writes durable too.
+    """
+
+    def __init__(self, fs: FileSystem, max_open_handles: int) -> None:
+        assert max_open_handles >= 1
+        self._fs = fs
+        self._max_open_handles = max_open_handles
+        self._handles: OrderedDict[str, FileHandle] = OrderedDict()
+        self._dirty_paths: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def open_handle_count(self) -> int:
+        return len(self._handles)
+
+    def pread(self, path: str, size_bytes: int, position: int) -> bytes:
+        """Up to ``size_bytes`` at ``position``; empty when the file is gone (a reader racing
+        retention must not recreate a deleted file)."""
+        with self._lock:
+            try:
+                handle = self._handle(path, create=False)
+            except FileNotFoundError:
+                return b""
+            return handle.pread(size_bytes, position)
+
+    def pwrite(self, path: str, data: bytes | bytearray | memoryview, position: int) -> None:
+        with self._lock:
+            self._handle(path, create=True).pwrite(data, position)
+            self._dirty_paths.add(path)
+
+    def truncate(self, path: str, size_bytes: int) -> None:
+        with self._lock:
+            self._handle(path, create=True).truncate(size_bytes)
+            self._dirty_paths.add(path)
+
+    def sync(self, path: str) -> None:
+        with self._lock:
+            self._handle(path, create=False).sync()
+            self._dirty_paths.discard(path)
+
+    def sync_dirty(self) -> None:
+        """Make every write so far durable (the files' directories are synced by their owners
+        when they create or remove files)."""
+        with self._lock:
+            for path in sorted(self._dirty_paths):
+                if self._fs.exists(path):
+                    self._handle(path, create=False).sync()
+            self._dirty_paths.clear()
+
+    def remove(self, path: str) -> None:
+        """Close ``path``'s handle if open, and delete the file."""
+        with self._lock:
+            handle = self._handles.pop(path, None)
+            if handle is not None:
+                handle.close()
+            self._dirty_paths.discard(path)
+            self._fs.remove(path)
+
+    def close_all(self) -> None:
+        with self._lock:
+            for handle in self._handles.values():
+                handle.close()
+            self._handles.clear()
+
+    def _handle(self, path: str, create: bool) -> FileHandle:
+        handle = self._handles.get(path)
+        if handle is not None:
+            self._handles.move_to_end(path)
+            return handle
+        while len(self._handles) >= self._max_open_handles:
+            _, evicted = self._handles.popitem(last=False)
+            evicted.close()
+        handle = self._fs.open(path, create=create)
+        self._handles[path] = handle
+        return handle
+
+
+class ConsumeQueue:
+    """The units of one topic/queue. Single writer (the dispatcher); readers may run
+    concurrently: the end moves only after the units are written."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        handles: FileHandleCache,
+        root_dir: str,
+        topic: str,
+        queue_id: int,
+        file_units: int,
+    ) -> None:
+        assert file_units >= 1
+        self.topic = topic
+        self.queue_id = queue_id
+        self._fs = fs
+        self._handles = handles
+        self._directory = os.path.join(root_dir, CONSUME_QUEUE_DIR, topic, str(queue_id))
+        self._file_units = file_units
+        # Start queue offsets of the files, ascending; never empty once a unit was written.
+        self._file_starts: list[int] = []
+        self._max_queue_offset = 0
+        self._lock = threading.Lock()
+        self._load()
+
+    @property
+    def min_queue_offset(self) -> int:
+        """The first queue offset still on disk (retention deletes whole files)."""
+        starts = self._file_starts
+        return starts[0] if starts else self._max_queue_offset
+
+    @property
+    def max_queue_offset(self) -> int:
+        """The next queue offset to be written."""
+        return self._max_queue_offset
+
+    def append_units(self, first_queue_offset: int, units: bytes | bytearray) -> None:
+        """Append encoded units, the first at ``first_queue_offset``, which must be the
+        queue's end (queue offsets are dense)."""
+        assert len(units) % UNIT_SIZE_BYTES == 0
+        with self._lock:
+            assert first_queue_offset == self._max_queue_offset, (
+                f"{self.topic}/{self.queue_id}: unit for queue offset {first_queue_offset}, "
+                f"expected {self._max_queue_offset}"
+            )
+            view = memoryview(units)
+            queue_offset = first_queue_offset
+            while view:
+                file_start = queue_offset - queue_offset % self._file_units
+                if not self._file_starts or self._file_starts[-1] != file_start:
+                    self._create_file(file_start)
+                room_units = file_start + self._file_units - queue_offset
+                chunk = view[: room_units * UNIT_SIZE_BYTES]
+                self._handles.pwrite(
+                    self._path(file_start), chunk, (queue_offset - file_start) * UNIT_SIZE_BYTES
+                )
+                queue_offset += len(chunk) // UNIT_SIZE_BYTES
+                view = view[len(chunk) :]
+            self._max_queue_offset = queue_offset
+
+    def read(self, queue_offset: int, max_units: int) -> list[ConsumeQueueUnit]:
+        """Up to ``max_units`` units from ``queue_offset`` (clamped to what exists)."""
+        queue_offset = max(queue_offset, self.min_queue_offset)
+        end_queue_offset = min(queue_offset + max_units, self._max_queue_offset)
+        units: list[ConsumeQueueUnit] = []
+        while queue_offset < end_queue_offset:
+            file_start = queue_offset - queue_offset % self._file_units
+            count = min(end_queue_offset, file_start + self._file_units) - queue_offset
+            raw = self._handles.pread(
+                self._path(file_start),
+                count * UNIT_SIZE_BYTES,
+                (queue_offset - file_start) * UNIT_SIZE_BYTES,
+            )
+            whole = len(raw) - len(raw) % UNIT_SIZE_BYTES
+            units.extend(map(ConsumeQueueUnit._make, _UNIT.iter_unpack(raw[:whole])))
+            if len(raw) < count * UNIT_SIZE_BYTES:
+                break  # the file was deleted by retention meanwhile
+            queue_offset += count
+        return units
+
+    def unit_at(self, queue_offset: int) -> ConsumeQueueUnit:
+        units = self.read(queue_offset, 1)
+        assert units and queue_offset >= self.min_queue_offset, queue_offset
+        return units[0]
+
+    def queue_offset_for_physical_offset(self, physical_offset: int) -> int:
+        """The first queue offset whose unit points at or past ``physical_offset``
+        (``max_queue_offset`` when none does)."""
+        low, high = self.min_queue_offset, self._max_queue_offset
+        while low < high:
+            middle = (low + high) // 2
+            if self.unit_at(middle).physical_offset < physical_offset:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def queue_offset_for_time(
+        self,
+        timestamp_ms: int,
+        first_queue_offset: int,
+        store_timestamp_ms_of: Callable[[int], int],
+    ) -> int:
+        """The first queue offset at or after ``first_queue_offset`` whose message was stored at
+        or after ``timestamp_ms`` (``max_queue_offset`` when none was). ``store_timestamp_ms_of``
+        gives the store timestamp of the record at a physical offset."""
+        low, high = max(first_queue_offset, self.min_queue_offset), self._max_queue_offset
+        while low < high:
+            middle = (low + high) // 2
+            if store_timestamp_ms_of(self.unit_at(middle).physical_offset) < timestamp_ms:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def truncate_from_physical_offset(self, physical_offset: int) -> None:
+        """Drop every unit pointing at or past ``physical_offset`` (a torn CommitLog tail, or
+        a Raft truncation)."""
+        with self._lock:
+            keep_end = self.queue_offset_for_physical_offset(physical_offset)
+            if keep_end == self._max_queue_offset:
+                return
+            while self._file_starts and self._file_starts[-1] > keep_end:
+                self._handles.remove(self._path(self._file_starts.pop()))
+            if self._file_starts:
+                file_start = self._file_starts[-1]
+                self._handles.truncate(
+                    self._path(file_start), (keep_end - file_start) * UNIT_SIZE_BYTES
+                )
+            self._fs.sync_dir(self._directory)
+            self._max_queue_offset = keep_end
+
+    def delete_files_below(self, physical_offset: int) -> int:
+        """Delete files (never the last) whose units all point below ``physical_offset``, the
+        CommitLog's new first offset. Returns how many files were deleted."""
+        deleted = 0
+        with self._lock:
+            while len(self._file_starts) > 1:
+                next_start = self._file_starts[1]
+                if self.unit_at(next_start - 1).physical_offset >= physical_offset:
+                    break
+                self._handles.remove(self._path(self._file_starts.pop(0)))
+                deleted += 1
+            if deleted:
+                self._fs.sync_dir(self._directory)
+        return deleted
+
+    def _path(self, file_start: int) -> str:
+        return os.path.join(self._directory, file_name(file_start * UNIT_SIZE_BYTES))
+
+    def _create_file(self, file_start: int) -> None:
+        if not self._file_starts:
+            self._fs.makedirs(self._directory)
+        self._handles.truncate(self._path(file_start), 0)
+        self._fs.sync_dir(self._directory)
+        self._file_starts.append(file_start)
+
+    def _load(self) -> None:
+        names = [n for n in self._fs.listdir(self._directory) if _is_file_name(n)]
+        self._file_starts = [int(n) // UNIT_SIZE_BYTES for n in names]
+        if not self._file_starts:
+            return
+        last_start = self._file_starts[-1]
+        last_path = self._path(last_start)
+        whole_units = min(self._fs.file_size(last_path) // UNIT_SIZE_BYTES, self._file_units)
+        valid_units = self._count_leading_valid_units(last_path, whole_units)
+        if valid_units * UNIT_SIZE_BYTES != self._fs.file_size(last_path):
+            self._handles.truncate(last_path, valid_units * UNIT_SIZE_BYTES)
+        self._max_queue_offset = last_start + valid_units
+
+    def _count_leading_valid_units(self, path: str, whole_units: int) -> int:
+        """``whole_units`` minus the trailing units a crash left as zeros (size 0 is never
+        a real record), scanning back a chunk at a time."""
+        chunk_units = 64
+        end = whole_units
+        while end > 0:
+            start = max(0, end - chunk_units)
+            raw = self._handles.pread(
+                path, (end - start) * UNIT_SIZE_BYTES, start * UNIT_SIZE_BYTES
+            )
+            for index in range(end - start - 1, -1, -1):
+                if decode_unit(raw, index * UNIT_SIZE_BYTES).size_bytes != 0:
+                    return start + index + 1
+            end = start
+        return 0
+
+
+def _is_file_name(name: str) -> bool:
+    return len(name) == _FILE_NAME_DIGITS and name.isdigit()
+
+
+def list_queues(fs: FileSystem, root_dir: str) -> list[tuple[str, int]]:
+    """Every ``(topic, queue_id)`` with a ConsumeQueue directory, sorted."""
+    base = os.path.join(root_dir, CONSUME_QUEUE_DIR)
+    return [
+        (topic, int(queue_name))
+        for topic in fs.listdir(base)
+        for queue_name in fs.listdir(os.path.join(base, topic))
+        if queue_name.isdigit()
+    ]

@@ -1,0 +1,126 @@
+import json
+import os
+from pathlib import Path
+
+from raftlog.store.consume_queue import (
+    ConsumeQueue,
+    ConsumeQueueUnit,
+    FileHandleCache,
+    decode_unit,
+    encode_unit,
+    list_queues,
+)
+from raftlog.store.filesystem import OsFileSystem
+
+VECTOR = json.loads(Path("/work/shared/spec/vectors.json").read_text())["consume_queue_unit"]
+
+
+def make_queue(root, handles=None, file_units=4, topic="orders", queue_id=1):
+    fs = OsFileSystem()
+    handles = handles or FileHandleCache(fs, 8)
+    return ConsumeQueue(fs, handles, str(root), topic, queue_id, file_units)
+
+
+def units_for(physical_offsets, size=100, tag_hash=7):
+    return b"".join(encode_unit(p, size, tag_hash) for p in physical_offsets)
+
+
+def test_unit_codec_matches_vector() -> None:
+    raw = bytes.fromhex(VECTOR["hex"])
+    assert encode_unit(VECTOR["commitlog_offset"], VECTOR["size"], VECTOR["tag_hash"]) == raw
+    assert decode_unit(raw) == ConsumeQueueUnit(
+        VECTOR["commitlog_offset"], VECTOR["size"], VECTOR["tag_hash"]
+    )
+
+
+def test_append_spans_files_and_reads_back(tmp_path) -> None:
+    queue = make_queue(tmp_path)
+    queue.append_units(0, units_for([0, 100, 200]))
+    queue.append_units(3, units_for([300, 400, 500, 600, 700, 800]))
+    assert queue.max_queue_offset == 9
+    names = os.listdir(tmp_path / "consumequeue" / "orders" / "1")
+    assert sorted(names) == [f"{0:020d}", f"{80:020d}", f"{160:020d}"]
+    assert [u.physical_offset for u in queue.read(2, 5)] == [200, 300, 400, 500, 600]
+    assert [u.physical_offset for u in queue.read(7, 100)] == [700, 800]
+    assert queue.read(9, 10) == []
+    assert list_queues(OsFileSystem(), str(tmp_path)) == [("orders", 1)]
+
+
+def test_reload_finds_end_and_drops_torn_zero_units(tmp_path) -> None:
+    queue = make_queue(tmp_path)
+    queue.append_units(0, units_for([0, 100, 200, 300, 400, 500]))
+    last = tmp_path / "consumequeue" / "orders" / "1" / f"{80:020d}"
+    with open(last, "ab") as f:
+        f.write(b"\0" * 20 + b"\1\2\3")  # a zero unit and a torn partial one
+    reloaded = make_queue(tmp_path)
+    assert reloaded.max_queue_offset == 6
+    assert os.path.getsize(last) == 40
+    reloaded.append_units(6, units_for([600]))
+    assert [u.physical_offset for u in reloaded.read(4, 10)] == [400, 500, 600]
+
+
+def test_queue_offset_lookups(tmp_path) -> None:
+    queue = make_queue(tmp_path)
+    queue.append_units(0, units_for(range(0, 1000, 100)))
+    assert queue.queue_offset_for_physical_offset(0) == 0
+    assert queue.queue_offset_for_physical_offset(450) == 5
+    assert queue.queue_offset_for_physical_offset(500) == 5
+    assert queue.queue_offset_for_physical_offset(10_000) == 10
+    timestamps = {p: 1000 + p for p in range(0, 1000, 100)}
+    assert queue.queue_offset_for_time(1350, 0, timestamps.__getitem__) == 4
+    assert queue.queue_offset_for_time(0, 0, timestamps.__getitem__) == 0
+    assert queue.queue_offset_for_time(99_999, 0, timestamps.__getitem__) == 10
+    assert queue.queue_offset_for_time(0, 3, timestamps.__getitem__) == 3
+
+
+def test_truncate_from_physical_offset(tmp_path) -> None:
+    queue = make_queue(tmp_path)
+    queue.append_units(0, units_for(range(0, 1000, 100)))
+    queue.truncate_from_physical_offset(450)
+    assert queue.max_queue_offset == 5
+    assert sorted(os.listdir(tmp_path / "consumequeue" / "orders" / "1")) == [
+        f"{0:020d}",
+        f"{80:020d}",
+    ]
+    queue.append_units(5, units_for([460]))
+    reloaded = make_queue(tmp_path)
+    assert [u.physical_offset for u in reloaded.read(0, 100)] == [0, 100, 200, 300, 400, 460]
+    reloaded.truncate_from_physical_offset(0)
+    assert reloaded.max_queue_offset == 0
+    reloaded.append_units(0, units_for([5]))
+    assert reloaded.read(0, 10)[0].physical_offset == 5
+
+
+def test_delete_files_below_keeps_last_file(tmp_path) -> None:
+    queue = make_queue(tmp_path)
+    queue.append_units(0, units_for(range(0, 1000, 100)))  # files at 0, 4, 8
+    assert queue.delete_files_below(300) == 0  # file 0's last unit points at 300
+    assert queue.delete_files_below(301) == 1
+    assert queue.min_queue_offset == 4
+    assert [u.physical_offset for u in queue.read(0, 2)] == [400, 500]
+    assert queue.delete_files_below(10_000) == 1
+    assert queue.min_queue_offset == 8
+    assert make_queue(tmp_path).min_queue_offset == 8
+
+
+def test_handle_cache_bounds_open_files_across_queues(tmp_path) -> None:
+    fs = OsFileSystem()
+    handles = FileHandleCache(fs, 3)
+    queues = [make_queue(tmp_path, handles, topic=f"t{i}", queue_id=0) for i in range(20)]
+    for i, queue in enumerate(queues):
+        queue.append_units(0, units_for([i * 10]))
+        assert handles.open_handle_count <= 3
+    for i, queue in enumerate(queues):
+        assert queue.read(0, 1)[0].physical_offset == i * 10
+        assert handles.open_handle_count <= 3
+    handles.sync_dirty()
+    handles.close_all()
+    assert handles.open_handle_count == 0
+
+
+def test_read_of_deleted_file_returns_nothing(tmp_path) -> None:
+    fs = OsFileSystem()
+    handles = FileHandleCache(fs, 3)
+    path = str(tmp_path / "gone")
+    assert handles.pread(path, 20, 0) == b""
+    assert not fs.exists(path)
