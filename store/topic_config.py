@@ -1,0 +1,115 @@
+"""Topics and their queue counts, persisted under ``<root>/config/topics.json``.
+
+Rules this module keeps:
+- A topic name is 1..127 characters from ``[%|a-zA-Z0-9_-]`` (STORE_FORMAT.md limits); anything
+  else raises ``InvalidTopicError`` before the table changes.
+- A topic's queue count may grow (new queues start empty) but never shrink: queues hold data.
+- Every change is written atomically (temporary file, fsync, rename, fsync directory) before
+  ``create_topic`` returns, so a created topic survives a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+
+from raftlog.store.atomic_file import read_file, write_atomically
+from raftlog.store.errors import InvalidQueueIdError, InvalidTopicError, UnknownTopicError
+from raftlog.store.filesystem import FileSystem
+
+TOPICS_FILE = os.path.join("config", "topics.json")
+TOPIC_NAME_MAX_CHARS = 127
+MAX_QUEUE_COUNT = 65536
+_TOPIC_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
+_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    name: str
+    queue_count: int
+
+
+def check_topic_name(topic: str) -> None:
+    """Raise ``InvalidTopicError`` unless ``topic`` is a valid topic name."""
+    if not topic or len(topic) > TOPIC_NAME_MAX_CHARS or not _TOPIC_NAME.fullmatch(topic):
+        raise InvalidTopicError(
+            f"topic {topic!r} must be 1..{TOPIC_NAME_MAX_CHARS} characters from [%|a-zA-Z0-9_-]"
+        )
+
+
+class TopicTable:
+    """The store's topics. Thread-safe."""
+
+    def __init__(self, fs: FileSystem, root_dir: str) -> None:
+        self._fs = fs
+        self._path = os.path.join(root_dir, TOPICS_FILE)
+        self._lock = threading.Lock()
+        self._topics: dict[str, TopicConfig] = {}
+        self._load()
+
+    def create_topic(self, topic: str, queue_count: int) -> TopicConfig:
+        """Create ``topic`` with ``queue_count`` queues, or grow an existing topic to that many.
+        Idempotent for the same count."""
+        check_topic_name(topic)
+        if not 1 <= queue_count <= MAX_QUEUE_COUNT:
+            raise InvalidQueueIdError(
+                f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"
+            )
+        with self._lock:
+            existing = self._topics.get(topic)
+            if existing is not None:
+                if queue_count == existing.queue_count:
+                    return existing
+                if queue_count < existing.queue_count:
+                    raise InvalidQueueIdError(
+                        f"topic {topic!r} has {existing.queue_count} queues; cannot shrink to "
+                        f"{queue_count}"
+                    )
+            config = TopicConfig(topic, queue_count)
+            self._topics[topic] = config
+            try:
+                self._persist()
+            except BaseException:
+                # The table must not claim what the disk does not hold.
+                if existing is None:
+                    del self._topics[topic]
+                else:
+                    self._topics[topic] = existing
+                raise
+            return config
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self._topics.get(topic)
+
+    def describe(self, topic: str) -> TopicConfig:
+        config = self._topics.get(topic)
+        if config is None:
+            raise UnknownTopicError(f"topic {topic!r} does not exist")
+        return config
+
+    def list_topics(self) -> list[TopicConfig]:
+        with self._lock:
+            return sorted(self._topics.values(), key=lambda config: config.name)
+
+    def _persist(self) -> None:
+        document = {
+            "version": _FORMAT_VERSION,
+            "topics": {name: {"queue_count": c.queue_count} for name, c in self._topics.items()},
+        }
+        write_atomically(
+            self._fs, self._path, json.dumps(document, sort_keys=True, indent=1).encode()
+        )
+
+    def _load(self) -> None:
+        raw = read_file(self._fs, self._path)
+        if raw is None:
+            return
+        document = json.loads(raw)
+        if document.get("version") != _FORMAT_VERSION:
+            raise ValueError(f"{self._path}: unknown format version {document.get('version')!r}")
+        for name, fields in document["topics"].items():
+            self._topics[name] = TopicConfig(name, int(fields["queue_count"]))

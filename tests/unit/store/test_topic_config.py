@@ -1,0 +1,41 @@
+import pytest
+
+from raftlog.store.errors import InvalidQueueIdError, InvalidTopicError, UnknownTopicError
+from raftlog.store.filesystem import OsFileSystem
+from raftlog.store.topic_config import TopicConfig, TopicTable
+
+
+def test_create_list_describe_and_reload(tmp_path) -> None:
+    fs = OsFileSystem()
+    table = TopicTable(fs, str(tmp_path))
+    assert table.create_topic("orders", 4) == TopicConfig("orders", 4)
+    assert table.create_topic("orders", 4) == TopicConfig("orders", 4)
+    table.create_topic("%RETRY%group|a_b-1", 1)
+    table.create_topic("orders", 8)
+    reloaded = TopicTable(fs, str(tmp_path))
+    assert reloaded.list_topics() == [
+        TopicConfig("%RETRY%group|a_b-1", 1),
+        TopicConfig("orders", 8),
+    ]
+    assert reloaded.describe("orders").queue_count == 8
+    assert reloaded.get("missing") is None
+    with pytest.raises(UnknownTopicError):
+        reloaded.describe("missing")
+
+
+@pytest.mark.parametrize("name", ["", "a" * 128, "has space", "dot.ted", "slash/x", "é"])
+def test_invalid_topic_names_refused(tmp_path, name) -> None:
+    table = TopicTable(OsFileSystem(), str(tmp_path))
+    with pytest.raises(InvalidTopicError):
+        table.create_topic(name, 1)
+    assert table.list_topics() == []
+
+
+def test_queue_count_bounds_and_no_shrink(tmp_path) -> None:
+    table = TopicTable(OsFileSystem(), str(tmp_path))
+    with pytest.raises(InvalidQueueIdError):
+        table.create_topic("t", 0)
+    table.create_topic("t", 4)
+    with pytest.raises(InvalidQueueIdError):
+        table.create_topic("t", 2)
+    assert table.describe("t").queue_count == 4
