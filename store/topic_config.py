@@ -1,8 +1,8 @@
 """Topics and their queue counts, persisted under ``<root>/config/topics.json``.
 
 Rules this module keeps:
-- A topic name is 1..127 characters from ``[%|a-zA-Z0-9_-]`` (STORE_FORMAT.md limits); anything
-  else raises ``InvalidTopicError`` before the table changes.
+- A topic name must pass ``validation.validate_topic`` (1..127 characters from
+  ``[%|a-zA-Z0-9_-]``); anything else raises ``InvalidTopicError`` before the table changes.
 - A topic's queue count may grow (new queues start empty) but never shrink: queues hold data.
 - Every change is written atomically (temporary file, fsync, rename, fsync directory) before
   ``create_topic`` returns, so a created topic survives a crash.
@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from dataclasses import dataclass
 
 from raftlog.store.atomic_file import read_file, write_atomically
-from raftlog.store.errors import InvalidQueueIdError, InvalidTopicError, UnknownTopicError
+from raftlog.store.errors import InvalidQueueIdError, UnknownTopicError
 from raftlog.store.filesystem import FileSystem
+from raftlog.store.validation import Limits, validate_topic
 
 TOPICS_FILE = os.path.join("config", "topics.json")
-TOPIC_NAME_MAX_CHARS = 127
 MAX_QUEUE_COUNT = 65536
-_TOPIC_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
 _FORMAT_VERSION = 1
 
 
@@ -33,19 +31,12 @@ class TopicConfig:
     queue_count: int
 
 
-def check_topic_name(topic: str) -> None:
-    """Raise ``InvalidTopicError`` unless ``topic`` is a valid topic name."""
-    if not topic or len(topic) > TOPIC_NAME_MAX_CHARS or not _TOPIC_NAME.fullmatch(topic):
-        raise InvalidTopicError(
-            f"topic {topic!r} must be 1..{TOPIC_NAME_MAX_CHARS} characters from [%|a-zA-Z0-9_-]"
-        )
-
-
 class TopicTable:
     """The store's topics. Thread-safe."""
 
-    def __init__(self, fs: FileSystem, root_dir: str) -> None:
+    def __init__(self, fs: FileSystem, root_dir: str, limits: Limits) -> None:
         self._fs = fs
+        self._limits = limits
         self._path = os.path.join(root_dir, TOPICS_FILE)
         self._lock = threading.Lock()
         self._topics: dict[str, TopicConfig] = {}
@@ -54,7 +45,7 @@ class TopicTable:
     def create_topic(self, topic: str, queue_count: int) -> TopicConfig:
         """Create ``topic`` with ``queue_count`` queues, or grow an existing topic to that many.
         Idempotent for the same count."""
-        check_topic_name(topic)
+        validate_topic(topic, self._limits)
         if not 1 <= queue_count <= MAX_QUEUE_COUNT:
             raise InvalidQueueIdError(
                 f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"

@@ -3,16 +3,17 @@ import pytest
 from raftlog.store.errors import InvalidQueueIdError, InvalidTopicError, UnknownTopicError
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.topic_config import TopicConfig, TopicTable
+from raftlog.store.validation import Limits
 
 
 def test_create_list_describe_and_reload(tmp_path) -> None:
     fs = OsFileSystem()
-    table = TopicTable(fs, str(tmp_path))
+    table = TopicTable(fs, str(tmp_path), Limits())
     assert table.create_topic("orders", 4) == TopicConfig("orders", 4)
     assert table.create_topic("orders", 4) == TopicConfig("orders", 4)
     table.create_topic("%RETRY%group|a_b-1", 1)
     table.create_topic("orders", 8)
-    reloaded = TopicTable(fs, str(tmp_path))
+    reloaded = TopicTable(fs, str(tmp_path), Limits())
     assert reloaded.list_topics() == [
         TopicConfig("%RETRY%group|a_b-1", 1),
         TopicConfig("orders", 8),
@@ -25,14 +26,14 @@ def test_create_list_describe_and_reload(tmp_path) -> None:
 
 @pytest.mark.parametrize("name", ["", "a" * 128, "has space", "dot.ted", "slash/x", "é"])
 def test_invalid_topic_names_refused(tmp_path, name) -> None:
-    table = TopicTable(OsFileSystem(), str(tmp_path))
+    table = TopicTable(OsFileSystem(), str(tmp_path), Limits())
     with pytest.raises(InvalidTopicError):
         table.create_topic(name, 1)
     assert table.list_topics() == []
 
 
 def test_queue_count_bounds_and_no_shrink(tmp_path) -> None:
-    table = TopicTable(OsFileSystem(), str(tmp_path))
+    table = TopicTable(OsFileSystem(), str(tmp_path), Limits())
     with pytest.raises(InvalidQueueIdError):
         table.create_topic("t", 0)
     table.create_topic("t", 4)
