@@ -1,0 +1,452 @@
+"""The message record codec: MessageRecord <-> bytes, byte for byte as STORE_FORMAT.md says.
+
+Pure functions over bytes; no I/O, no clock. Integers are big-endian. The CommitLog, the
+dispatcher and (through ``node``) the replication path all read and write records only
+through this module.
+
+Rules this module keeps:
+- The 17 fields are laid out exactly as the spec's table; ``vectors.json`` pins the bytes.
+- ``sys_flag`` bits 0x10/0x20 always agree with the address family of born_host/store_host:
+  ``MessageRecord`` sets them from the hosts when it is built, so no record can disagree.
+- Properties are ordered ``key\\x01value\\x02`` pairs, the last pair included; keys and values
+  never contain \\x01 or \\x02 (``validation`` refuses them before anything is encoded).
+- Decoding never trusts a length: magic, every inner length and ``total_size`` must agree, and
+  the body CRC must match, or ``CorruptRecordError`` is raised.
+
+Integrity: why a record carries a second CRC
+--------------------------------------------
+The spec's ``body_crc`` covers only the body. A flipped byte in queue_offset, a timestamp, a
+host, ``flag``, the topic's characters or a property value keeps every length consistent and
+the body CRC valid, so a body-only check would hand back a *different* valid-looking message.
+Structure checks cannot close that gap (a queue offset of 7 or 263 is equally plausible), so
+the store adds what RocketMQ 5 added for the same reason (``enableAppendPropCRC``): a reserved
+last property ``__CRC32#`` whose value is the 10-digit decimal CRC32 of every record byte
+before that 20-byte trailer. It is an ordinary property, so the spec's byte layout holds
+unchanged and a plain record (such as the one in ``vectors.json``) is still a valid record.
+
+- ``encode_record(rec)`` appends the trailer by default (``record_crc=False`` gives the bare
+  spec bytes); ``patch_record`` recomputes it after stamping the offsets and store time, so the
+  leader's in-place fast path keeps records protected.
+- Decoding always verifies a trailer that is present and strips it from ``properties``.
+  ``require_record_crc=True`` also refuses a record without one; the CommitLog reads with it
+  on by default, so a record it returns has every byte checked: any single-byte change is a
+  structure error or a CRC mismatch (CRC32 detects every error burst up to 32 bits).
+- ``read_dispatch_info`` is the dispatcher's fast path and checks nothing: it only reads
+  records the CommitLog has already verified (written by this node, or recovered).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from raftlog.store.errors import CorruptRecordError
+
+MESSAGE_MAGIC = 0xDAA320A7
+BLANK_MAGIC = 0xCBD43194
+BLANK_SIZE_BYTES = 8
+
+PROPERTY_KEYS = "KEYS"
+PROPERTY_TAGS = "TAGS"
+PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+PROPERTY_RECORD_CRC = "__CRC32#"
+KEY_SEPARATOR = " "
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+SYS_FLAG_BORN_HOST_V6 = 0x10
+SYS_FLAG_STORE_HOST_V6 = 0x20
+
+_RECORD_CRC_PREFIX = (PROPERTY_RECORD_CRC + NAME_VALUE_SEPARATOR).encode()
+_RECORD_CRC_DIGITS = 10
+RECORD_CRC_TRAILER_BYTES = len(_RECORD_CRC_PREFIX) + _RECORD_CRC_DIGITS + 1
+_RECORD_CRC_PLACEHOLDER = _RECORD_CRC_PREFIX + b"0" * _RECORD_CRC_DIGITS + b"\x02"
+
+# The fixed part of a record up to and including body_length, one Struct per host-address
+# variant so a single unpack_from reads every fixed field (indexed by (sys_flag >> 4) & 3):
+# total_size, magic, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+# born_timestamp, born ip, born port, store_timestamp, store ip, store port, reconsume_times,
+# prepared_transaction_offset, body_length.
+_HEADERS = tuple(
+    struct.Struct(f">iIIiiqqiq{born_ip}siq{store_ip}siiqi")
+    for store_ip in (4, 16)
+    for born_ip in (4, 16)
+)
+_TOTAL_AND_MAGIC = struct.Struct(">iI")
+_I64 = struct.Struct(">q")
+_U16 = struct.Struct(">H")
+_QUEUE_OFFSET_POS = 20
+_PHYSICAL_OFFSET_POS = 28
+_SYS_FLAG_LOW_BYTE_POS = 39
+_STORE_TIMESTAMP_POS = (56, 68, 56, 68)  # after born_host (8 or 20 bytes), per variant
+_MAX_TOPIC_BYTES = 0xFF
+_MAX_PROPERTIES_BYTES = 0xFFFF
+# Smallest record: IPv4 hosts, empty body, topic and properties.
+MIN_RECORD_SIZE_BYTES = _HEADERS[0].size + 1 + 2
+
+Host = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One message as stored in the CommitLog (the spec's 17 fields; total_size and body_crc
+    are computed by ``encode_record``)."""
+
+    topic: str
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    born_timestamp_ms: int
+    born_host: Host
+    store_timestamp_ms: int
+    store_host: Host
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body: bytes
+    properties: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        # The IPv6 bits are derived data: set them here so they can never disagree.
+        bits = (SYS_FLAG_BORN_HOST_V6 if _is_ipv6(self.born_host[0]) else 0) | (
+            SYS_FLAG_STORE_HOST_V6 if _is_ipv6(self.store_host[0]) else 0
+        )
+        sys_flag = (self.sys_flag & ~(SYS_FLAG_BORN_HOST_V6 | SYS_FLAG_STORE_HOST_V6)) | bits
+        if sys_flag != self.sys_flag:
+            object.__setattr__(self, "sys_flag", sys_flag)
+
+    def get_property(self, key: str) -> str | None:
+        """The value of the first property named ``key``, or None."""
+        for name, value in self.properties:
+            if name == key:
+                return value
+        return None
+
+    @property
+    def tags(self) -> str:
+        return self.get_property(PROPERTY_TAGS) or ""
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return split_keys(self.get_property(PROPERTY_KEYS) or "")
+
+
+class DispatchInfo(NamedTuple):
+    """What the dispatcher needs from one record, read without copying the body."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    physical_offset: int
+    size: int
+    store_timestamp_ms: int
+    tags: str
+    keys: tuple[str, ...]
+    uniq_key: str
+
+
+def split_keys(keys_value: str) -> tuple[str, ...]:
+    """KEYS holds space-separated keys; empty pieces (doubled spaces) are not keys."""
+    return tuple(key for key in keys_value.split(KEY_SEPARATOR) if key)
+
+
+def _is_ipv6(address: str) -> bool:
+    return ":" in address
+
+
+def _pack_address(address: str) -> bytes:
+    family = socket.AF_INET6 if _is_ipv6(address) else socket.AF_INET
+    try:
+        return socket.inet_pton(family, address)
+    except OSError as error:
+        raise ValueError(f"host address {address!r} is not an IPv4 or IPv6 address") from error
+
+
+def _unpack_address(packed: bytes) -> str:
+    return socket.inet_ntop(socket.AF_INET6 if len(packed) == 16 else socket.AF_INET, packed)
+
+
+def encode_properties(properties: tuple[tuple[str, str], ...]) -> bytes:
+    """``key\\x01value\\x02`` for each pair, in order, the last pair included."""
+    return "".join(
+        f"{key}{NAME_VALUE_SEPARATOR}{value}{PROPERTY_SEPARATOR}" for key, value in properties
+    ).encode()
+
+
+def decode_properties(data: bytes | bytearray | memoryview) -> tuple[tuple[str, str], ...]:
+    """Inverse of ``encode_properties``; CorruptRecordError on a malformed list."""
+    try:
+        text = str(data, "utf-8")
+    except UnicodeDecodeError as error:
+        raise CorruptRecordError(f"properties are not UTF-8: {error}") from error
+    if not text:
+        return ()
+    if not text.endswith(PROPERTY_SEPARATOR):
+        raise CorruptRecordError("properties do not end with the pair separator \\x02")
+    pairs: list[tuple[str, str]] = []
+    for item in text[:-1].split(PROPERTY_SEPARATOR):
+        parts = item.split(NAME_VALUE_SEPARATOR)
+        if len(parts) != 2:
+            raise CorruptRecordError(f"property {item!r} is not one key\\x01value pair")
+        pairs.append((parts[0], parts[1]))
+    return tuple(pairs)
+
+
+def encode_record(rec: MessageRecord, *, record_crc: bool = True) -> bytes:
+    """The record's bytes, total_size and body CRC computed. With ``record_crc`` (the store's
+    default) the ``__CRC32#`` trailer protecting every byte is appended; without it the bytes
+    are exactly the spec's (as in vectors.json)."""
+    topic_bytes = rec.topic.encode()
+    if len(topic_bytes) > _MAX_TOPIC_BYTES:
+        raise ValueError(f"topic is {len(topic_bytes)} bytes; the format holds {_MAX_TOPIC_BYTES}")
+    properties_bytes = encode_properties(rec.properties)
+    if record_crc:
+        properties_bytes += _RECORD_CRC_PLACEHOLDER
+    if len(properties_bytes) > _MAX_PROPERTIES_BYTES:
+        raise ValueError(
+            f"properties are {len(properties_bytes)} bytes; the format holds "
+            f"{_MAX_PROPERTIES_BYTES}"
+        )
+    body = rec.body
+    header = _HEADERS[(rec.sys_flag >> 4) & 3]
+    total_size = header.size + len(body) + 1 + len(topic_bytes) + 2 + len(properties_bytes)
+    buf = bytearray(
+        b"".join(
+            (
+                header.pack(
+                    total_size,
+                    MESSAGE_MAGIC,
+                    zlib.crc32(body),
+                    rec.queue_id,
+                    rec.flag,
+                    rec.queue_offset,
+                    rec.physical_offset,
+                    rec.sys_flag,
+                    rec.born_timestamp_ms,
+                    _pack_address(rec.born_host[0]),
+                    rec.born_host[1],
+                    rec.store_timestamp_ms,
+                    _pack_address(rec.store_host[0]),
+                    rec.store_host[1],
+                    rec.reconsume_times,
+                    rec.prepared_transaction_offset,
+                    len(body),
+                ),
+                body,
+                bytes((len(topic_bytes),)),
+                topic_bytes,
+                _U16.pack(len(properties_bytes)),
+                properties_bytes,
+            )
+        )
+    )
+    if record_crc:
+        _write_record_crc(buf, 0, total_size)
+    return bytes(buf)
+
+
+def encode_blank(remaining_bytes: int) -> bytes:
+    """The end-of-segment marker: ``remaining_bytes`` counts from the blank's first byte to the
+    segment's end. Only these 8 bytes are written; the rest of the segment is ignored."""
+    if remaining_bytes < BLANK_SIZE_BYTES:
+        raise ValueError(f"a blank needs {BLANK_SIZE_BYTES} bytes, got {remaining_bytes}")
+    return _TOTAL_AND_MAGIC.pack(remaining_bytes, BLANK_MAGIC)
+
+
+# (header fields, body_pos, topic_pos, topic_len, properties_pos, properties_len); a plain
+# tuple because this is on every per-message path.
+_Layout = tuple[tuple[Any, ...], int, int, int, int, int]
+
+
+def _layout(buf: bytes | bytearray | memoryview, pos: int) -> _Layout:
+    """Check magic and that every inner length adds up to total_size; no CRC work."""
+    available = len(buf) - pos
+    if available < MIN_RECORD_SIZE_BYTES:
+        raise CorruptRecordError(
+            f"record at {pos}: {available} bytes left, a record needs at least "
+            f"{MIN_RECORD_SIZE_BYTES}"
+        )
+    header = _HEADERS[(buf[pos + _SYS_FLAG_LOW_BYTE_POS] >> 4) & 3]
+    minimum_size = header.size + 3
+    if available < minimum_size:
+        raise CorruptRecordError(f"record at {pos}: {available} bytes left, need {minimum_size}")
+    fields = header.unpack_from(buf, pos)
+    total_size = fields[0]
+    if fields[1] != MESSAGE_MAGIC:
+        raise CorruptRecordError(
+            f"record at {pos}: magic {fields[1]:#010x} is not {MESSAGE_MAGIC:#x}"
+        )
+    if not minimum_size <= total_size <= available:
+        raise CorruptRecordError(
+            f"record at {pos}: total_size {total_size} outside [{minimum_size}, {available}]"
+        )
+    end = pos + total_size
+    body_pos = pos + header.size
+    body_len = fields[16]
+    topic_len_pos = body_pos + body_len
+    if body_len < 0 or topic_len_pos + 3 > end:
+        raise CorruptRecordError(
+            f"record at {pos}: body_length {body_len} overruns total_size {total_size}"
+        )
+    topic_len = buf[topic_len_pos]
+    properties_len_pos = topic_len_pos + 1 + topic_len
+    if properties_len_pos + 2 > end:
+        raise CorruptRecordError(
+            f"record at {pos}: topic_length {topic_len} overruns total_size {total_size}"
+        )
+    properties_len = (buf[properties_len_pos] << 8) | buf[properties_len_pos + 1]
+    if properties_len_pos + 2 + properties_len != end:
+        raise CorruptRecordError(
+            f"record at {pos}: inner lengths add up to "
+            f"{properties_len_pos + 2 + properties_len - pos}, total_size says {total_size}"
+        )
+    return fields, body_pos, topic_len_pos + 1, topic_len, properties_len_pos + 2, properties_len
+
+
+def _has_record_crc(
+    buf: bytes | bytearray | memoryview, properties_pos: int, properties_end: int
+) -> bool:
+    """True when the last property pair is exactly the ``__CRC32#`` trailer (the byte before
+    it must end a pair, so a user key merely ending in ``__CRC32#`` does not count)."""
+    trailer_pos = properties_end - RECORD_CRC_TRAILER_BYTES
+    if trailer_pos < properties_pos:
+        return False
+    if trailer_pos > properties_pos and buf[trailer_pos - 1] != 0x02:
+        return False
+    return buf[trailer_pos : trailer_pos + len(_RECORD_CRC_PREFIX)] == _RECORD_CRC_PREFIX
+
+
+def _write_record_crc(buf: bytearray, pos: int, total_size: int) -> None:
+    digits_pos = pos + total_size - 1 - _RECORD_CRC_DIGITS
+    crc = zlib.crc32(memoryview(buf)[pos : pos + total_size - RECORD_CRC_TRAILER_BYTES])
+    buf[digits_pos : digits_pos + _RECORD_CRC_DIGITS] = b"%010d" % crc
+
+
+def _check_crcs(
+    buf: bytes | bytearray | memoryview, pos: int, layout: _Layout, require_record_crc: bool
+) -> bool:
+    """Verify the body CRC and the record CRC trailer; returns whether a trailer is present."""
+    fields, body_pos, _, _, properties_pos, _ = layout
+    view = memoryview(buf)
+    actual = zlib.crc32(view[body_pos : body_pos + fields[16]])
+    if actual != fields[2]:
+        raise CorruptRecordError(
+            f"record at {pos}: body CRC {actual:#010x} does not match stored {fields[2]:#010x}"
+        )
+    end = pos + fields[0]
+    if not _has_record_crc(buf, properties_pos, end):
+        if require_record_crc:
+            raise CorruptRecordError(
+                f"record at {pos}: no {PROPERTY_RECORD_CRC} trailer, so its header bytes cannot "
+                "be verified (encode with record_crc=True)"
+            )
+        return False
+    digits = bytes(view[end - 1 - _RECORD_CRC_DIGITS : end - 1])
+    expected = zlib.crc32(view[pos : end - RECORD_CRC_TRAILER_BYTES])
+    if not digits.isdigit() or int(digits) != expected or view[end - 1] != 0x02:
+        raise CorruptRecordError(
+            f"record at {pos}: record CRC {digits!r} does not match computed {expected:010d}"
+        )
+    return True
+
+
+def verify_record(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    require_record_crc: bool = False,
+    expected_physical_offset: int | None = None,
+) -> int:
+    """Check the record at ``pos`` the way ``decode_record`` does, without building it (the
+    recovery path); returns its total_size. ``expected_physical_offset`` also demands that the
+    record's physical_offset field names where it actually lies."""
+    layout = _layout(buf, pos)
+    _check_crcs(buf, pos, layout, require_record_crc)
+    fields = layout[0]
+    if expected_physical_offset is not None and fields[6] != expected_physical_offset:
+        raise CorruptRecordError(
+            f"record at physical offset {expected_physical_offset} says it lies at {fields[6]}"
+        )
+    total_size: int = fields[0]
+    return total_size
+
+
+def decode_record(
+    buf: bytes | bytearray | memoryview, pos: int = 0, *, require_record_crc: bool = False
+) -> MessageRecord:
+    """The record at ``pos``. Raises CorruptRecordError on a bad magic, inconsistent lengths,
+    a body CRC mismatch, a record CRC trailer mismatch, or (if required) a missing trailer.
+    The trailer is not part of the returned ``properties``."""
+    layout = _layout(buf, pos)
+    has_record_crc = _check_crcs(buf, pos, layout, require_record_crc)
+    fields, body_pos, topic_pos, topic_len, properties_pos, properties_len = layout
+    try:
+        topic = str(buf[topic_pos : topic_pos + topic_len], "utf-8")
+    except UnicodeDecodeError as error:
+        raise CorruptRecordError(f"record at {pos}: topic is not UTF-8: {error}") from error
+    properties_end = properties_pos + properties_len
+    if has_record_crc:
+        properties_end -= RECORD_CRC_TRAILER_BYTES
+    return MessageRecord(
+        topic=topic,
+        queue_id=fields[3],
+        flag=fields[4],
+        queue_offset=fields[5],
+        physical_offset=fields[6],
+        sys_flag=fields[7],
+        born_timestamp_ms=fields[8],
+        born_host=(_unpack_address(fields[9]), fields[10]),
+        store_timestamp_ms=fields[11],
+        store_host=(_unpack_address(fields[12]), fields[13]),
+        reconsume_times=fields[14],
+        prepared_transaction_offset=fields[15],
+        body=bytes(buf[body_pos : body_pos + fields[16]]),
+        properties=decode_properties(buf[properties_pos:properties_end]),
+    )
+
+
+def patch_record(
+    buf: bytearray, pos: int, *, queue_offset: int, physical_offset: int, store_timestamp_ms: int
+) -> None:
+    """Stamp the three fields the writer assigns into an encoded record, in place (the
+    leader's fast path: no re-encode), and refresh its record CRC trailer if it has one."""
+    _I64.pack_into(buf, pos + _QUEUE_OFFSET_POS, queue_offset)
+    _I64.pack_into(buf, pos + _PHYSICAL_OFFSET_POS, physical_offset)
+    variant = (buf[pos + _SYS_FLAG_LOW_BYTE_POS] >> 4) & 3
+    _I64.pack_into(buf, pos + _STORE_TIMESTAMP_POS[variant], store_timestamp_ms)
+    layout = _layout(buf, pos)
+    total_size = layout[0][0]
+    if _has_record_crc(buf, layout[4], pos + total_size):
+        _write_record_crc(buf, pos, total_size)
+
+
+def read_dispatch_info(buf: bytes | bytearray | memoryview, pos: int = 0) -> DispatchInfo:
+    """The dispatcher's view of the record at ``pos``: no body copy, no CRC (the CommitLog
+    verified the bytes when they were written or recovered)."""
+    fields, _, topic_pos, topic_len, properties_pos, properties_len = _layout(buf, pos)
+    tags = keys = uniq_key = ""
+    if properties_len:
+        text = str(buf[properties_pos : properties_pos + properties_len], "utf-8")
+        for item in text.split(PROPERTY_SEPARATOR):
+            key, _, value = item.partition(NAME_VALUE_SEPARATOR)
+            if key == PROPERTY_TAGS:
+                tags = value
+            elif key == PROPERTY_KEYS:
+                keys = value
+            elif key == PROPERTY_UNIQ_KEY:
+                uniq_key = value
+    return DispatchInfo(
+        str(buf[topic_pos : topic_pos + topic_len], "utf-8"),
+        fields[3],
+        fields[5],
+        fields[6],
+        fields[0],
+        fields[11],
+        tags,
+        split_keys(keys) if keys else (),
+        uniq_key,
+    )

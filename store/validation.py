@@ -1,0 +1,107 @@
+"""Checks a message must pass before anything is encoded or written (RocketMQ's limits).
+
+Rules this module keeps:
+- Every refusal is the specific ``StoreError`` subclass for its cause, and its message names
+  the offending value (or its size) and the limit, so a client can tell what to change.
+- Nothing here touches the disk or the clock; callers validate first, then write, so a refused
+  message leaves no trace.
+- Topic names are ``[%|a-zA-Z0-9_-]{1,127}``; property keys and values never contain the
+  separator bytes \\x01 or \\x02, and no key may be the store's reserved ``__CRC32#``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from raftlog.store.errors import (
+    BodyTooLargeError,
+    InvalidQueueIdError,
+    InvalidTopicError,
+    PropertiesTooLargeError,
+)
+from raftlog.store.record import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_RECORD_CRC,
+    PROPERTY_SEPARATOR,
+    RECORD_CRC_TRAILER_BYTES,
+)
+
+_TOPIC_PATTERN = re.compile(r"[%|a-zA-Z0-9_-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-message limits; RocketMQ's defaults."""
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_properties_bytes: int = 32767
+    max_topic_chars: int = 127
+
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_properties_bytes", "max_topic_chars"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)}")
+        # The record's properties_length field is 2 bytes; leave room for the CRC trailer.
+        format_limit = 0xFFFF - RECORD_CRC_TRAILER_BYTES
+        if self.max_properties_bytes > format_limit:
+            raise ValueError(
+                f"Limits.max_properties_bytes {self.max_properties_bytes} exceeds what the "
+                f"record format holds ({format_limit})"
+            )
+        # The record's topic_length field is 1 byte.
+        if self.max_topic_chars > 255:
+            raise ValueError(f"Limits.max_topic_chars {self.max_topic_chars} exceeds 255")
+
+
+def validate_topic(topic: str, limits: Limits) -> None:
+    if not topic:
+        raise InvalidTopicError("topic is empty")
+    if len(topic) > limits.max_topic_chars:
+        raise InvalidTopicError(
+            f"topic {topic[:40]!r}... is {len(topic)} characters; the limit is "
+            f"{limits.max_topic_chars}"
+        )
+    if not _TOPIC_PATTERN.fullmatch(topic):
+        raise InvalidTopicError(f"topic {topic!r} has characters outside [%|a-zA-Z0-9_-]")
+
+
+def validate_message(
+    topic: str,
+    queue_id: int,
+    queue_count: int,
+    body_len: int,
+    properties_bytes_len: int,
+    limits: Limits,
+    *,
+    properties: Iterable[tuple[str, str]] = (),
+) -> None:
+    """Refuse a message that breaks a limit; ``properties_bytes_len`` is the length of the
+    encoded user properties (``encode_properties``), and ``properties`` (if given) are checked
+    with ``validate_properties``."""
+    validate_topic(topic, limits)
+    if not 0 <= queue_id < queue_count:
+        raise InvalidQueueIdError(
+            f"queue id {queue_id} is outside [0, {queue_count}) for topic {topic!r}"
+        )
+    if body_len > limits.max_body_bytes:
+        raise BodyTooLargeError(f"body is {body_len} bytes; the limit is {limits.max_body_bytes}")
+    if properties_bytes_len > limits.max_properties_bytes:
+        raise PropertiesTooLargeError(
+            f"properties are {properties_bytes_len} bytes encoded; the limit is "
+            f"{limits.max_properties_bytes}"
+        )
+    validate_properties(properties)
+
+
+def validate_properties(properties: Iterable[tuple[str, str]]) -> None:
+    """Keys and values must not hold the separators; no key may be the reserved one."""
+    for key, value in properties:
+        if key == PROPERTY_RECORD_CRC:
+            raise PropertiesTooLargeError(f"property key {key!r} is reserved by the store")
+        for text, what in ((key, "key"), (value, "value")):
+            if NAME_VALUE_SEPARATOR in text or PROPERTY_SEPARATOR in text:
+                raise PropertiesTooLargeError(
+                    f"property {what} {text[:40]!r} contains a separator byte \\x01 or \\x02"
+                )
