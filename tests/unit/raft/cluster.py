@@ -1,0 +1,165 @@
+"""A tiny in-memory harness for unit tests: RawNodes on MemoryStorage, a message pump that
+does the Ready contract (persist -> send -> apply -> advance), partitions and drops by hand.
+No sockets, no sleeps, no threads; one seeded rng per node."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+
+from raftlog.raft import Config, MemoryStorage, RawNode
+from raftlog.raft.types import ConfState, Entry, EntryType, Message, NodeId, ReadState, Role
+
+MessageFilter = Callable[[Message], bool]
+"""Returns True to deliver a message, False to drop it."""
+
+
+class Cluster:
+    def __init__(
+        self,
+        ids: Iterable[NodeId] = ("a", "b", "c"),
+        *,
+        learners: Iterable[NodeId] = (),
+        seed: int = 1,
+        **config_fields: object,
+    ) -> None:
+        self.ids = tuple(sorted(ids))
+        self.learner_ids = tuple(sorted(learners))
+        self.seed = seed
+        self.config_fields = config_fields
+        self.storages: dict[NodeId, MemoryStorage] = {}
+        self.nodes: dict[NodeId, RawNode] = {}
+        self.applied: dict[NodeId, list[Entry]] = {}
+        self.read_states: dict[NodeId, list[ReadState]] = {}
+        self.queue: list[Message] = []
+        self.delivered: list[Message] = []
+        self.filters: list[MessageFilter] = []
+        self.down: set[NodeId] = set()
+        for node_id in self.ids + self.learner_ids:
+            self.add_node(node_id, ConfState(voters=self.ids, learners=self.learner_ids))
+
+    # --- membership of the harness ---------------------------------------------------------
+
+    def config(self, node_id: NodeId, **overrides: object) -> Config:
+        fields = {**self.config_fields, **overrides}
+        return Config(node_id=node_id, **fields)  # type: ignore[arg-type]
+
+    def add_node(self, node_id: NodeId, bootstrap: ConfState, **overrides: object) -> None:
+        storage = MemoryStorage(bootstrap)
+        self.storages[node_id] = storage
+        self.applied[node_id] = []
+        self.read_states[node_id] = []
+        rng = random.Random(f"{self.seed}:{node_id}")
+        self.nodes[node_id] = RawNode(self.config(node_id, **overrides), storage, rng)
+
+    def restart(self, node_id: NodeId, **overrides: object) -> None:
+        """Crash and restart: in-flight Ready is lost, storage survives, applied is kept."""
+        applied = self.applied[node_id]
+        applied_index = applied[-1].index if applied else 0
+        applied_index = max(applied_index, self.storages[node_id].snapshot().index)
+        rng = random.Random(f"{self.seed}:{node_id}:restart")
+        config = self.config(node_id, applied_index=applied_index, **overrides)
+        self.nodes[node_id] = RawNode(config, self.storages[node_id], rng)
+
+    # --- driving ---------------------------------------------------------------------------
+
+    def handle_ready(self, node_id: NodeId) -> list[Message]:
+        node = self.nodes[node_id]
+        ready = node.ready()
+        storage = self.storages[node_id]
+        if ready.snapshot is not None:
+            storage.apply_snapshot(ready.snapshot)
+            # The snapshot's state replaces the applied prefix (a segment transfer in raftlog).
+            self.applied[node_id] = [
+                e for e in self.applied[node_id] if e.index <= ready.snapshot.index
+            ]
+        storage.append(ready.entries)
+        if ready.hard_state is not None:
+            storage.set_hard_state(ready.hard_state)
+        self.applied[node_id].extend(ready.committed_entries)
+        self.read_states[node_id].extend(ready.read_states)
+        node.advance(ready)
+        return ready.messages
+
+    def flush(self) -> None:
+        """Handle every node's Ready until none has one; queue their messages."""
+        for _ in range(100):
+            busy = False
+            for node_id in self.ids + self.extra_ids():
+                if node_id in self.down:
+                    continue
+                if self.nodes[node_id].has_ready():
+                    busy = True
+                    self.queue.extend(self.handle_ready(node_id))
+            if not busy:
+                return
+        raise AssertionError("Ready never settled")
+
+    def extra_ids(self) -> tuple[NodeId, ...]:
+        return tuple(sorted(set(self.nodes) - set(self.ids)))
+
+    def deliverable(self, message: Message) -> bool:
+        if message.source in self.down or message.target in self.down:
+            return False
+        if message.target not in self.nodes:
+            return False
+        return all(keep(message) for keep in self.filters)
+
+    def pump(self, max_rounds: int = 1000) -> None:
+        """Flush and deliver until no message is left."""
+        for _ in range(max_rounds):
+            self.flush()
+            if not self.queue:
+                return
+            batch, self.queue = self.queue, []
+            for message in batch:
+                if self.deliverable(message):
+                    self.delivered.append(message)
+                    self.nodes[message.target].step(message)
+        raise AssertionError("messages never settled")
+
+    def send(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self.nodes[message.target].step(message)
+
+    def tick(self, node_id: NodeId, ticks: int = 1) -> None:
+        for _ in range(ticks):
+            self.nodes[node_id].tick()
+
+    def tick_all(self, ticks: int = 1) -> None:
+        """Tick every live node, pumping messages after each tick."""
+        for _ in range(ticks):
+            for node_id in sorted(self.nodes):
+                if node_id not in self.down:
+                    self.nodes[node_id].tick()
+            self.pump()
+
+    def elect(self, node_id: NodeId) -> None:
+        self.nodes[node_id].campaign()
+        self.pump()
+        assert self.nodes[node_id].role == Role.LEADER, self.nodes[node_id].status()
+
+    def propose(self, node_id: NodeId, data: bytes) -> int:
+        index = self.nodes[node_id].propose(data)
+        self.pump()
+        return index
+
+    # --- partitions ------------------------------------------------------------------------
+
+    def isolate(self, node_id: NodeId) -> None:
+        self.filters.append(lambda m: node_id not in (m.source, m.target))
+
+    def partition(self, *groups: Iterable[NodeId]) -> None:
+        side = {node_id: index for index, group in enumerate(groups) for node_id in group}
+        self.filters.append(lambda m: side.get(m.source) == side.get(m.target))
+
+    def heal(self) -> None:
+        self.filters = []
+
+    # --- observing -------------------------------------------------------------------------
+
+    def data_applied(self, node_id: NodeId) -> list[bytes]:
+        return [e.data for e in self.applied[node_id] if e.type == EntryType.NORMAL and e.data]
+
+    def leader_ids(self) -> list[NodeId]:
+        return [n for n in sorted(self.nodes) if self.nodes[n].role == Role.LEADER]
