@@ -8,7 +8,16 @@ import random
 from collections.abc import Callable, Iterable
 
 from raftlog.raft import Config, MemoryStorage, RawNode
-from raftlog.raft.types import ConfState, Entry, EntryType, Message, NodeId, ReadState, Role
+from raftlog.raft.types import (
+    ConfState,
+    Entry,
+    EntryType,
+    HardState,
+    Message,
+    NodeId,
+    ReadState,
+    Role,
+)
 
 MessageFilter = Callable[[Message], bool]
 """Returns True to deliver a message, False to drop it."""
@@ -21,8 +30,12 @@ class Cluster:
         *,
         learners: Iterable[NodeId] = (),
         seed: int = 1,
+        log_terms: dict[NodeId, list[int]] | None = None,
+        terms: dict[NodeId, int] | None = None,
         **config_fields: object,
     ) -> None:
+        """``log_terms[n]`` preloads node n's stored log (one entry per term, from index 1);
+        ``terms[n]`` its stored current term."""
         self.ids = tuple(sorted(ids))
         self.learner_ids = tuple(sorted(learners))
         self.seed = seed
@@ -36,7 +49,12 @@ class Cluster:
         self.filters: list[MessageFilter] = []
         self.down: set[NodeId] = set()
         for node_id in self.ids + self.learner_ids:
-            self.add_node(node_id, ConfState(voters=self.ids, learners=self.learner_ids))
+            self.add_node(
+                node_id,
+                ConfState(voters=self.ids, learners=self.learner_ids),
+                log_terms=(log_terms or {}).get(node_id, []),
+                term=(terms or {}).get(node_id, 0),
+            )
 
     # --- membership of the harness ---------------------------------------------------------
 
@@ -44,8 +62,23 @@ class Cluster:
         fields = {**self.config_fields, **overrides}
         return Config(node_id=node_id, **fields)  # type: ignore[arg-type]
 
-    def add_node(self, node_id: NodeId, bootstrap: ConfState, **overrides: object) -> None:
+    def add_node(
+        self,
+        node_id: NodeId,
+        bootstrap: ConfState,
+        *,
+        log_terms: list[int] | None = None,
+        term: int = 0,
+        **overrides: object,
+    ) -> None:
         storage = MemoryStorage(bootstrap)
+        storage.append(
+            [
+                Entry(i, t, data=b"%s%d" % (node_id.encode(), i))
+                for i, t in enumerate(log_terms or [], 1)
+            ]
+        )
+        storage.set_hard_state(HardState(term=term))
         self.storages[node_id] = storage
         self.applied[node_id] = []
         self.read_states[node_id] = []
@@ -160,6 +193,13 @@ class Cluster:
 
     def data_applied(self, node_id: NodeId) -> list[bytes]:
         return [e.data for e in self.applied[node_id] if e.type == EntryType.NORMAL and e.data]
+
+    def log(self, node_id: NodeId) -> list[tuple[int, int]]:
+        """(index, term) of every entry node_id has persisted."""
+        storage = self.storages[node_id]
+        return [
+            (i, storage.term(i)) for i in range(storage.first_index(), storage.last_index() + 1)
+        ]
 
     def leader_ids(self) -> list[NodeId]:
         return [n for n in sorted(self.nodes) if self.nodes[n].role == Role.LEADER]
