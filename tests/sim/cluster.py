@@ -1,0 +1,315 @@
+"""A simulated cluster: drivers, disks, network, clock, checkers and workload wired together.
+
+Rules this module keeps:
+- The cluster offers single steps (tick, deliver one message, crash, restart, partition,
+  propose, ...); who chooses them is the caller's business (the seeded FaultSchedule, or the
+  Hypothesis state machine). Every step leaves all checkers run on what it changed.
+- Node ids are "n1".."nN" and every loop over nodes goes in sorted order.
+- Randomness: the cluster's own ``random.Random`` hands a child seed to the network, to crash
+  tearing, and to every new RawNode life; nothing else draws from it.
+- Calls into a node that could re-enter it (snapshot reports) wait until its Ready is drained.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from raftlog.raft.config import Config
+from raftlog.raft.types import (
+    ConfState,
+    Entry,
+    Message,
+    MessageType,
+    NodeId,
+    ProposalDroppedError,
+    Ready,
+    Role,
+)
+
+from .checkers import SafetyChecker
+from .clock import SimClock
+from .disk import SimDisk
+from .driver import NodeDriver
+from .history import History
+from .network import Envelope, Network, NetworkFaults
+from .options import SimOptions
+from .workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotReport:
+    source: NodeId
+    source_incarnation: int
+    target: NodeId
+    success: bool
+
+
+class Cluster:
+    def __init__(self, options: SimOptions, rng: random.Random, history: History) -> None:
+        self.options = options
+        self.history = history
+        self.clock = SimClock()
+        self.node_ids = tuple(f"n{number}" for number in range(1, options.node_count + 1))
+        self.network = Network(random.Random(rng.getrandbits(64)), NetworkFaults())
+        self._crash_rng = random.Random(rng.getrandbits(64))
+        self._node_seeds = random.Random(rng.getrandbits(64))
+        self.checker = SafetyChecker(self.node_ids)
+        self.workload = Workload()
+        self.crash_after_vote_probability = 0.0
+        conf_state = ConfState(voters=self.node_ids)
+        self.drivers = {
+            node_id: NodeDriver(node_id, SimDisk(conf_state)) for node_id in self.node_ids
+        }
+        self._seen_roles: dict[NodeId, tuple[Role, int]] = {}
+        self._crash_soon: set[NodeId] = set()
+        self._snapshot_reports: list[SnapshotReport] = []
+        for node_id in self.node_ids:
+            self.restart(node_id)
+
+    # -- node lives ------------------------------------------------------------------------
+
+    def _config(self, node_id: NodeId, applied_index: int) -> Config:
+        options = self.options
+        return Config(
+            node_id=node_id,
+            election_ticks=options.election_ticks,
+            heartbeat_ticks=options.heartbeat_ticks,
+            pre_vote=options.pre_vote,
+            check_quorum=options.check_quorum,
+            max_inflight_appends=options.max_inflight_appends,
+            max_append_bytes=options.max_append_bytes,
+            applied_index=applied_index,
+            planted_bugs=options.planted_bugs,
+        )
+
+    def restart(self, node_id: NodeId) -> None:
+        driver = self.drivers[node_id]
+        config = self._config(node_id, driver.restored_index())
+        driver.start(config, random.Random(self._node_seeds.getrandbits(64)))
+        hard_state = driver.disk.current.hard_state
+        self.history.record(
+            self.clock.now_tick,
+            "restart",
+            node_id,
+            hard_state.term,
+            hard_state.vote,
+            hard_state.commit,
+            driver.disk.current.last_index,
+        )
+        self._after_call(driver)
+
+    def crash(self, node_id: NodeId, torn: bool) -> None:
+        driver = self.drivers[node_id]
+        unsynced = driver.disk.unsynced_count()
+        survived = driver.crash(self._crash_rng, torn)
+        self._crash_soon.discard(node_id)
+        self._seen_roles.pop(node_id, None)
+        self.checker.forget_node(node_id)
+        self.history.record(self.clock.now_tick, "crash", node_id, unsynced, survived)
+        self.checker.observe_durable(node_id, driver.disk.synced)
+
+    def up_nodes(self) -> list[NodeId]:
+        return [node_id for node_id in self.node_ids if self.drivers[node_id].is_up]
+
+    def down_nodes(self) -> list[NodeId]:
+        return [node_id for node_id in self.node_ids if not self.drivers[node_id].is_up]
+
+    def leader(self) -> NodeId | None:
+        """The live leader with the highest term, if any."""
+        best: tuple[int, NodeId] | None = None
+        for node_id in self.up_nodes():
+            node = self.drivers[node_id].node
+            assert node is not None
+            if node.role == Role.LEADER and (best is None or node.term > best[0]):
+                best = (node.term, node_id)
+        return best[1] if best is not None else None
+
+    # -- time and messages ------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """One tick: deliver what is due, tick every live node, run the per-tick checks."""
+        now_tick = self.clock.advance()
+        while True:
+            envelope = self.network.pop_due(now_tick)
+            if envelope is None:
+                break
+            self.deliver(envelope)
+        for node_id in self.up_nodes():
+            driver = self.drivers[node_id]
+            assert driver.node is not None
+            driver.node.tick()
+            self._after_call(driver)
+        self.checker.check_committed_durable()
+
+    def deliver(self, envelope: Envelope) -> None:
+        message = envelope.message
+        driver = self.drivers[message.target]
+        if driver.node is None or self.network.is_blocked(message.source, message.target):
+            self.drop(envelope)
+            return
+        self.history.record(self.clock.now_tick, "recv", *_message_fields(message))
+        if message.type == MessageType.SNAPSHOT:
+            assert message.snapshot is not None
+            key = (message.snapshot.index, message.snapshot.term)
+            driver.staged_snapshots[key] = envelope.snapshot_entries
+            self._snapshot_reports.append(
+                SnapshotReport(message.source, envelope.source_incarnation, message.target, True)
+            )
+        driver.node.step(message)
+        self._after_call(driver)
+
+    def drop(self, envelope: Envelope) -> None:
+        message = envelope.message
+        self.history.record(self.clock.now_tick, "drop", *_message_fields(message))
+        if message.type == MessageType.SNAPSHOT:
+            self._snapshot_reports.append(
+                SnapshotReport(message.source, envelope.source_incarnation, message.target, False)
+            )
+            self._flush_snapshot_reports()
+
+    def _after_call(self, driver: NodeDriver) -> None:
+        """Drain the node's Ready, observe its role, then do what had to wait for that."""
+        driver.drain_ready(self)
+        node = driver.node
+        assert node is not None
+        role_term = (node.role, node.term)
+        if self._seen_roles.get(driver.node_id) != role_term:
+            self._seen_roles[driver.node_id] = role_term
+            self.history.record(self.clock.now_tick, "role", driver.node_id, *role_term)
+        self.checker.observe_role(driver.node_id, node.role, node.term, driver.disk.current)
+        if driver.node_id in self._crash_soon:
+            self.crash(driver.node_id, torn=False)
+        self._flush_snapshot_reports()
+
+    def _flush_snapshot_reports(self) -> None:
+        while self._snapshot_reports:
+            report = self._snapshot_reports.pop(0)
+            source = self.drivers[report.source]
+            if source.node is None or source.incarnation != report.source_incarnation:
+                continue
+            source.node.report_snapshot(report.target, report.success)
+            self._after_call(source)
+
+    # -- ReadyHooks ------------------------------------------------------------------------
+
+    def persisted(self, driver: NodeDriver, ready: Ready) -> None:
+        node_id = driver.node_id
+        self.checker.observe_durable(node_id, driver.disk.synced)
+        node = driver.node
+        assert node is not None
+        log = driver.disk.current
+        if ready.hard_state is not None:
+            hard_state = ready.hard_state
+            self.checker.observe_commit(node_id, hard_state.term, hard_state.commit, log)
+        if ready.committed_entries:
+            last_index = ready.committed_entries[-1].index
+            self.checker.observe_commit(node_id, node.term, last_index, log)
+
+    def send(self, driver: NodeDriver, message: Message) -> None:
+        now_tick = self.clock.now_tick
+        image: tuple[Entry, ...] = ()
+        if message.type == MessageType.SNAPSHOT:
+            assert message.snapshot is not None
+            # The transport copies the leader's log prefix (its segments) up to the snapshot.
+            image = tuple(driver.disk.current.image[: message.snapshot.index])
+            assert len(image) == message.snapshot.index, "snapshot beyond the leader's image"
+        copies = self.network.send(message, now_tick, driver.incarnation, image)
+        if copies == 0:
+            self.history.record(now_tick, "lost", *_message_fields(message))
+            if message.type == MessageType.SNAPSHOT:
+                self._snapshot_reports.append(
+                    SnapshotReport(message.source, driver.incarnation, message.target, False)
+                )
+        if (
+            message.type == MessageType.VOTE_RESP
+            and not message.reject
+            and self._crash_rng.random() < self.crash_after_vote_probability
+        ):
+            self._crash_soon.add(driver.node_id)
+
+    def applied(self, driver: NodeDriver, entry: Entry) -> None:
+        node = driver.node
+        assert node is not None
+        self.checker.observe_apply(driver.node_id, node.term, entry)
+        self.workload.observe_apply(driver.node_id, entry)
+
+    # -- client and operator actions --------------------------------------------------------
+
+    def propose(self, node_id: NodeId, data: bytes) -> bool:
+        driver = self.drivers[node_id]
+        node = driver.node
+        assert node is not None
+        try:
+            index = node.propose(data)
+        except ProposalDroppedError:
+            self.history.record(self.clock.now_tick, "propose-dropped", node_id, data)
+            return False
+        self.workload.accepted(data, node_id, node.term, index, self.clock.now_tick)
+        self.history.record(self.clock.now_tick, "propose", node_id, data, node.term, index)
+        self._after_call(driver)
+        return True
+
+    def transfer_leadership(self, node_id: NodeId, target: NodeId) -> None:
+        driver = self.drivers[node_id]
+        assert driver.node is not None
+        self.history.record(self.clock.now_tick, "transfer", node_id, target)
+        driver.node.transfer_leadership(target)
+        self._after_call(driver)
+
+    def compact(self, node_id: NodeId) -> None:
+        """Compact the node's log up to what it applied, durably (as the node's snapshotter)."""
+        driver = self.drivers[node_id]
+        index = min(driver.applied_index, driver.disk.current.last_index)
+        if index <= driver.disk.current.snapshot_index:
+            return
+        self.history.record(self.clock.now_tick, "compact", node_id, index)
+        driver.disk.compact(index)
+        driver.disk.sync()
+        self.checker.observe_durable(node_id, driver.disk.synced)
+
+    def background_sync(self, node_id: NodeId) -> None:
+        driver = self.drivers[node_id]
+        if driver.disk.unsynced_count():
+            driver.disk.sync()
+            self.checker.observe_durable(node_id, driver.disk.synced)
+
+    def partition(self, side_a: list[NodeId], side_b: list[NodeId], one_way: bool) -> None:
+        self.history.record(self.clock.now_tick, "partition", tuple(side_a), tuple(side_b), one_way)
+        self.network.partition(side_a, side_b, one_way)
+
+    def heal(self) -> None:
+        self.history.record(self.clock.now_tick, "heal")
+        self.network.heal()
+
+    # -- end state ---------------------------------------------------------------------------
+
+    def describe_nodes(self) -> str:
+        lines = []
+        for node_id in self.node_ids:
+            driver = self.drivers[node_id]
+            node = driver.node
+            if node is None:
+                lines.append(f"  {node_id}: down, durable last {driver.disk.synced.last_index}")
+                continue
+            log = driver.disk.current
+            lines.append(
+                f"  {node_id}: {node.role.name} term={node.term} leader={node.leader} "
+                f"commit={node.commit_index} applied={driver.applied_index} "
+                f"last={log.last_index} snapshot={log.snapshot_index}"
+            )
+        return "\n".join(lines)
+
+
+def _message_fields(message: Message) -> tuple[object, ...]:
+    return (
+        message.type.name,
+        message.source,
+        message.target,
+        message.term,
+        message.log_term,
+        message.log_index,
+        len(message.entries),
+        message.commit,
+        message.reject,
+    )
