@@ -94,7 +94,7 @@ def test_max_committed_bytes_per_ready_splits_committed_entries():
 
 
 def test_commit_only_change_needs_no_sync():
-    node, storage = new_node("b", log_terms=[1, 1], term=1)
+    node, _storage = new_node("b", log_terms=[1, 1], term=1)
     node.step(message(T.HEARTBEAT, "a", "b", 1, commit=2))
     ready = node.ready()
     assert ready.hard_state is not None and ready.hard_state.commit == 2

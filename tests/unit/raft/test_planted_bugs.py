@@ -3,8 +3,8 @@ finds them; these tests prove the switch is wired)."""
 
 from __future__ import annotations
 
-from raftlog.raft.types import MessageType as T
 from raftlog.raft.types import Entry, PlantedBug
+from raftlog.raft.types import MessageType as T
 from tests.unit.raft.helpers import (
     drain,
     log_terms,
