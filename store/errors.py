@@ -55,3 +55,8 @@ class StoreClosedError(StoreError):
 
 class CorruptRecordError(StoreError):
     """Bytes at a position do not form a valid record (bad magic, size or CRC)."""
+
+
+class FlushFailedError(StoreError):
+    """An fsync failed: bytes past the flushed offset may be lost. The CommitLog acknowledges
+    nothing more until the store is reopened and recovered."""

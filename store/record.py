@@ -37,6 +37,7 @@ unchanged and a plain record (such as the one in ``vectors.json``) is still a va
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import struct
 import zlib
@@ -167,7 +168,10 @@ def _pack_address(address: str) -> bytes:
 
 
 def _unpack_address(packed: bytes) -> str:
-    return socket.inet_ntop(socket.AF_INET6 if len(packed) == 16 else socket.AF_INET, packed)
+    if len(packed) == 4:
+        return socket.inet_ntop(socket.AF_INET, packed)
+    # ipaddress, not inet_ntop: glibc prints some IPv6 addresses in dotted IPv4 form.
+    return str(ipaddress.IPv6Address(packed))
 
 
 def encode_properties(properties: tuple[tuple[str, str], ...]) -> bytes:
@@ -422,6 +426,13 @@ def patch_record(
     total_size = layout[0][0]
     if _has_record_crc(buf, layout[4], pos + total_size):
         _write_record_crc(buf, pos, total_size)
+
+
+def read_store_timestamp_ms(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    """The store timestamp of the record at ``pos`` (no checks beyond the host variant)."""
+    variant = (buf[pos + _SYS_FLAG_LOW_BYTE_POS] >> 4) & 3
+    timestamp_ms: int = _I64.unpack_from(buf, pos + _STORE_TIMESTAMP_POS[variant])[0]
+    return timestamp_ms
 
 
 def read_dispatch_info(buf: bytes | bytearray | memoryview, pos: int = 0) -> DispatchInfo:
