@@ -253,7 +253,7 @@ class ConsumeQueue:
         low, high = max(first_queue_offset, self.min_queue_offset), self._max_queue_offset
         while low < high:
             middle = (low + high) // 2
-            if store_timestamp_ms_of(self.unit_at(middle).physical_offset) < timestamp_ms:
+            if store_timestamp_ms_of(self.unit_at(middle)) < timestamp_ms:
                 low = middle + 1
             else:
                 high = middle

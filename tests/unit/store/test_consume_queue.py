@@ -66,11 +66,14 @@ def test_queue_offset_lookups(tmp_path) -> None:
     assert queue.queue_offset_for_physical_offset(450) == 5
     assert queue.queue_offset_for_physical_offset(500) == 5
     assert queue.queue_offset_for_physical_offset(10_000) == 10
-    timestamps = {p: 1000 + p for p in range(0, 1000, 100)}
-    assert queue.queue_offset_for_time(1350, 0, timestamps.__getitem__) == 4
-    assert queue.queue_offset_for_time(0, 0, timestamps.__getitem__) == 0
-    assert queue.queue_offset_for_time(99_999, 0, timestamps.__getitem__) == 10
-    assert queue.queue_offset_for_time(0, 3, timestamps.__getitem__) == 3
+
+    def timestamp_of(unit):
+        return 1000 + unit.physical_offset
+
+    assert queue.queue_offset_for_time(1350, 0, timestamp_of) == 4
+    assert queue.queue_offset_for_time(0, 0, timestamp_of) == 0
+    assert queue.queue_offset_for_time(99_999, 0, timestamp_of) == 10
+    assert queue.queue_offset_for_time(0, 3, timestamp_of) == 3
 
 
 def test_truncate_from_physical_offset(tmp_path) -> None:
