@@ -48,6 +48,9 @@ class Cluster:
         self.delivered: list[Message] = []
         self.filters: list[MessageFilter] = []
         self.down: set[NodeId] = set()
+        self.snapshot_data: dict[int, list[Entry]] = {}
+        """Applied entries a snapshot stands for, by snapshot index (what a segment transfer
+        would carry)."""
         for node_id in self.ids + self.learner_ids:
             self.add_node(
                 node_id,
@@ -102,10 +105,8 @@ class Cluster:
         storage = self.storages[node_id]
         if ready.snapshot is not None:
             storage.apply_snapshot(ready.snapshot)
-            # The snapshot's state replaces the applied prefix (a segment transfer in raftlog).
-            self.applied[node_id] = [
-                e for e in self.applied[node_id] if e.index <= ready.snapshot.index
-            ]
+            # The snapshot's state replaces the applied state (a segment transfer in raftlog).
+            self.applied[node_id] = list(self.snapshot_data[ready.snapshot.index])
         storage.append(ready.entries)
         if ready.hard_state is not None:
             storage.set_hard_state(ready.hard_state)
@@ -176,6 +177,13 @@ class Cluster:
         index = self.nodes[node_id].propose(data)
         self.pump()
         return index
+
+    def compact(self, node_id: NodeId) -> int:
+        """Compact node_id's stored log up to its applied index; returns that index."""
+        status = self.nodes[node_id].status()
+        self.storages[node_id].compact(status.applied_index, status.conf_state)
+        self.snapshot_data[status.applied_index] = list(self.applied[node_id])
+        return status.applied_index
 
     # --- partitions ------------------------------------------------------------------------
 
