@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import ipaddress
 import struct
+from collections.abc import Callable
 
 from raftlog.store.errors import InvalidMessageIdError
 
 _PORT_AND_OFFSET = struct.Struct(">IQ")
 _IPV4_ID_HEX_DIGITS = 2 * (4 + _PORT_AND_OFFSET.size)
 _IPV6_ID_HEX_DIGITS = 2 * (16 + _PORT_AND_OFFSET.size)
+_OFFSET_HEX_DIGITS = 16
 _HEX_DIGITS = frozenset("0123456789ABCDEFabcdef")
 
 
@@ -47,3 +49,14 @@ def decode_message_id(message_id: str) -> tuple[tuple[str, int], int]:
         raise InvalidMessageIdError(f"message id {message_id!r} holds port {port} > 65535")
     address = ipaddress.ip_address(raw[:address_size])
     return (str(address), port), physical_offset
+
+
+def message_id_encoder(store_host: tuple[str, int]) -> Callable[[int], str]:
+    """``encode_message_id`` for one fixed host, with the host part encoded once (the write
+    path makes an id per message)."""
+    prefix = encode_message_id(store_host, 0)[:-_OFFSET_HEX_DIGITS]
+
+    def encode(physical_offset: int) -> str:
+        return f"{prefix}{physical_offset:0{_OFFSET_HEX_DIGITS}X}"
+
+    return encode

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from raftlog.store.errors import InvalidMessageIdError
-from raftlog.store.message_id import decode_message_id, encode_message_id
+from raftlog.store.message_id import decode_message_id, encode_message_id, message_id_encoder
 
 VECTOR = json.loads(Path("/work/shared/spec/vectors.json").read_text())["offset_message_id"]
 
@@ -45,3 +45,10 @@ def test_ipv6_round_trip() -> None:
 def test_decode_rejects_malformed(bad: str) -> None:
     with pytest.raises(InvalidMessageIdError):
         decode_message_id(bad)
+
+
+def test_encoder_for_fixed_host_matches_encode() -> None:
+    encode = message_id_encoder(("10.1.2.3", 10911))
+    for physical_offset in (0, 4096, 2**63 - 1):
+        assert encode(physical_offset) == encode_message_id(("10.1.2.3", 10911), physical_offset)
+    assert message_id_encoder(("::1", 1))(7) == encode_message_id(("::1", 1), 7)
