@@ -211,3 +211,28 @@ class Cluster:
 
     def leader_ids(self) -> list[NodeId]:
         return [n for n in sorted(self.nodes) if self.nodes[n].role == Role.LEADER]
+
+
+class SafetyChecker:
+    """Raft's safety properties over a Cluster, checked as often as the test likes."""
+
+    def __init__(self) -> None:
+        self.leader_by_term: dict[int, str] = {}
+        self.committed: dict[int, Entry] = {}
+
+    def check(self, cluster: Cluster) -> None:
+        for node_id in sorted(cluster.nodes):
+            node = cluster.nodes[node_id]
+            if node.role == Role.LEADER:
+                # Election safety: at most one leader per term.
+                assert self.leader_by_term.setdefault(node.term, node_id) == node_id, (
+                    node.term,
+                    node_id,
+                    self.leader_by_term[node.term],
+                )
+            # State machine safety: every applied entry is the one committed at that index.
+            for entry in cluster.applied[node_id]:
+                assert self.committed.setdefault(entry.index, entry) == entry, (node_id, entry)
+            # Applied entries are contiguous (a snapshot may start them above 1).
+            indexes = [e.index for e in cluster.applied[node_id]]
+            assert indexes == list(range(indexes[0], indexes[0] + len(indexes)) if indexes else [])
