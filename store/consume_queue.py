@@ -245,11 +245,11 @@ class ConsumeQueue:
         self,
         timestamp_ms: int,
         first_queue_offset: int,
-        store_timestamp_ms_of: Callable[[int], int],
+        store_timestamp_ms_of: Callable[[ConsumeQueueUnit], int],
     ) -> int:
         """The first queue offset at or after ``first_queue_offset`` whose message was stored at
         or after ``timestamp_ms`` (``max_queue_offset`` when none was). ``store_timestamp_ms_of``
-        gives the store timestamp of the record at a physical offset."""
+        gives the store timestamp of the record a unit points at."""
         low, high = max(first_queue_offset, self.min_queue_offset), self._max_queue_offset
         while low < high:
             middle = (low + high) // 2
