@@ -195,3 +195,18 @@ def test_store_config_defaults_and_checks() -> None:
     ):
         with pytest.raises(ValueError):
             StoreConfig(**{"root_dir": "/data", **bad})
+
+
+def test_flush_publishes_the_offset_it_read_before_fsync_not_later_appends() -> None:
+    fs = GatedFileSystem()
+    log = open_log(fs)
+    first_end = append_one(log)
+    fs.gate.clear()
+    flushing = threading.Thread(target=log.flush)
+    flushing.start()
+    assert fs.fsync_entered.wait(5)
+    later_end = append_one(log)  # appends run during the fsync
+    fs.gate.set()
+    flushing.join(5)
+    assert log.flushed_offset == first_end < later_end
+    assert log.flush() == later_end
