@@ -19,12 +19,12 @@ Rules this module keeps:
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from raftlog.raft.config import Config
 from raftlog.raft.progress import Progress, ProgressState
 from raftlog.raft.quorum import VoteResult, committed_index, vote_result
-from raftlog.raft.raft_log import NO_LIMIT_BYTES, RaftLog
+from raftlog.raft.raft_log import RaftLog
 from raftlog.raft.read_only import ReadOnly
 from raftlog.raft.types import (
     ConfChange,
@@ -84,10 +84,12 @@ class Raft:
         self.pending_conf_index = 0
         self.uncommitted_bytes = 0
 
-        assert hard_state.commit <= self.log.last_index(), "hard state commits a missing entry"
-        self.log.commit_to(hard_state.commit)
         applied_index = max(config.applied_index, self.log.first_index() - 1)
-        assert applied_index <= self.log.committed, "applied_index beyond the commit index"
+        # Entries the application applied were committed, even if the commit index (which is
+        # written without fsync) did not survive the crash.
+        commit_index = max(hard_state.commit, applied_index)
+        assert commit_index <= self.log.last_index(), "committed entries missing from the log"
+        self.log.commit_to(commit_index)
         self._replay_conf_changes(applied_index)
         self.log.applied_to(applied_index)
         self._become_follower(self.term, None)
@@ -97,14 +99,17 @@ class Raft:
     def _replay_conf_changes(self, applied_index: int) -> None:
         """Bring the membership from the snapshot point up to ``applied_index`` by applying
         the configuration entries stored in between (a restart)."""
-        next_index = self.conf_index + 1
-        while next_index <= applied_index:
-            batch = self.log.slice(next_index, applied_index + 1, NO_LIMIT_BYTES)
-            for entry in batch:
-                if entry.type == EntryType.CONF_CHANGE:
-                    self.apply_conf_change(entry)
-            next_index = batch[-1].index + 1
+        for entry in self._entries_between(self.conf_index + 1, applied_index):
+            if entry.type == EntryType.CONF_CHANGE:
+                self.apply_conf_change(entry)
         self.conf_index = max(self.conf_index, applied_index)
+
+    def _entries_between(self, low: int, high: int) -> Iterator[Entry]:
+        """Entries [low, high] of the log, read in batches of bounded size."""
+        while low <= high:
+            batch = self.log.slice(low, high + 1, self.config.max_committed_bytes_per_ready)
+            yield from batch
+            low = batch[-1].index + 1
 
     def members(self) -> tuple[NodeId, ...]:
         return tuple(sorted(self.voters + self.learners))
@@ -229,13 +234,11 @@ class Raft:
     # --- elections -------------------------------------------------------------------------
 
     def _has_unapplied_conf_change(self) -> bool:
-        if self.log.committed <= self.log.applied:
-            return False
         low = max(self.log.applied + 1, self.log.first_index())
-        if low > self.log.committed:
-            return False
-        entries = self.log.slice(low, self.log.committed + 1, NO_LIMIT_BYTES)
-        return any(entry.type == EntryType.CONF_CHANGE for entry in entries)
+        return any(
+            entry.type == EntryType.CONF_CHANGE
+            for entry in self._entries_between(low, self.log.committed)
+        )
 
     def campaign(self, transfer: bool) -> None:
         """Start an election: first a pre-vote round unless it is disabled or this campaign

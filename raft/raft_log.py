@@ -25,9 +25,6 @@ from raftlog.raft.types import (
 )
 from raftlog.raft.unstable import Unstable
 
-NO_LIMIT_BYTES = 1 << 62
-"""A byte limit that never binds."""
-
 
 def limit_size(entries: list[Entry], max_bytes: int) -> list[Entry]:
     """The longest prefix of ``entries`` whose data fits in ``max_bytes`` (at least one)."""

@@ -6,7 +6,7 @@ import pytest
 
 from raftlog.raft.types import Entry, Role, SoftState
 from raftlog.raft.types import MessageType as T
-from tests.unit.raft.helpers import drain, message, new_node
+from tests.unit.raft.helpers import drain, message, new_node, restart
 
 
 def test_idle_node_has_no_ready():
@@ -62,3 +62,13 @@ def test_unknown_and_misaddressed_messages_are_ignored():
     node.step(message(T.READ_INDEX_RESP, "b", "a", 0))
     assert node.term == 0
     assert not drain(node, storage).entries
+
+
+def test_restart_with_applied_index_beyond_a_lost_commit_index():
+    # The commit index is written without fsync; entries the application applied were
+    # committed all the same.
+    _node, storage = new_node("b", log_terms=[1, 1, 1], term=1, commit=1)
+    restarted = restart(storage, "b", applied_index=3)
+    status = restarted.status()
+    assert (status.commit_index, status.applied_index) == (3, 3)
+    assert not drain(restarted, storage).committed_entries
