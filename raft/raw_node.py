@@ -71,7 +71,9 @@ class RawNode:
         self._raft.tick()
 
     def step(self, message: Message) -> None:
-        """Handle a message from a peer; stale, duplicate or unknown ones are ignored."""
+        """Handle a message from a peer; stale, duplicate, unknown or misaddressed ones are
+        ignored. Raises AssertionError only when the message proves safety was already broken
+        (e.g. a leader truncating a committed entry): the core refuses to go on from there."""
         self._raft.step(message)
 
     def propose(self, data: bytes) -> int:

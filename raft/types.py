@@ -42,7 +42,8 @@ class MessageType(enum.IntEnum):
     HEARTBEAT_RESP = 8
     SNAPSHOT = 9
     """Leader -> follower: "install the snapshot ``Message.snapshot``". In raftlog the node's
-    transport turns this into a segment transfer; the core only does the bookkeeping."""
+    transport turns this into a segment transfer; the core only does the bookkeeping. The
+    leader's caller reports the outcome with ``RawNode.report_snapshot`` (also when dropped)."""
     TIMEOUT_NOW = 10
     """Leader -> transfer target: campaign now, skipping pre-vote and the election timer."""
     READ_INDEX = 11
@@ -207,7 +208,11 @@ class LogStorage(Protocol):
     handling Ready); the core only reads. Indexes in [first_index(), last_index()] are stored;
     ``term(first_index() - 1)`` is the term of the snapshot point and must also answer."""
 
-    def initial_state(self) -> tuple[HardState, ConfState]: ...
+    def initial_state(self) -> tuple[HardState, ConfState]:
+        """The persisted hard state, and the membership at the snapshot point
+        (``first_index() - 1``; for a fresh log, the cluster's bootstrap membership at index
+        0). The core replays configuration entries from there up to ``Config.applied_index``."""
+        ...
 
     def entries(self, low: int, high: int, max_bytes: int) -> list[Entry]:
         """Entries [low, high); at least one entry if any is in range, then stop before
