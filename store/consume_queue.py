@@ -231,11 +231,17 @@ class ConsumeQueue:
 
     def queue_offset_for_physical_offset(self, physical_offset: int) -> int:
         """The first queue offset whose unit points at or past ``physical_offset``
-        (``max_queue_offset`` when none does)."""
+        (``max_queue_offset`` when none does).
+
+        After a crash the units past the last checkpoint may be missing, zeros or torn. Every
+        unit written after a checkpoint points at or past its dispatched offset, and bytes a
+        crash did not keep read as zeros (size 0), so counting a missing or zero-size unit as
+        "at or past" keeps the search monotone: recovery finds the intact prefix."""
         low, high = self.min_queue_offset, self._max_queue_offset
         while low < high:
             middle = (low + high) // 2
-            if self.unit_at(middle).physical_offset < physical_offset:
+            units = self.read(middle, 1)
+            if units and units[0].size_bytes and units[0].physical_offset < physical_offset:
                 low = middle + 1
             else:
                 high = middle

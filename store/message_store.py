@@ -1,0 +1,681 @@
+"""MessageStore: the single-node storage engine behind one facade.
+
+``MessageStore.open`` takes the directory lock (a second process is refused), notes whether the
+last stop was clean (abort marker), recovers the CommitLog (a torn tail is truncated), cuts
+ConsumeQueue units and index entries that dispatch will redo, re-dispatches, and restores each
+queue's next queue offset. Then it takes writes (``put_messages``) and answers reads by queue
+offset, key, time and message id.
+
+Rules this module keeps:
+- Validation first: a refused batch leaves no byte behind (CommitLog max_offset unchanged),
+  and a batch is all or nothing on the validation path.
+- One writer at a time (``_write_lock``): queue offsets are assigned densely per topic/queue,
+  the batch is encoded outside the lock, stamped in place inside it, and written with one
+  CommitLog append per segment-sized chunk (normally one per batch).
+- SYNC_FLUSH acknowledges only after the group-commit flusher fsynced the batch; concurrent
+  writers share fsyncs. ASYNC_FLUSH acknowledges after the write; a periodic flusher fsyncs.
+- Readers only see dispatched records. Dispatch is capped by ``dispatch_bound`` when given
+  (the Raft node passes its commit index), else it follows the writes: under SYNC_FLUSH up to
+  what is durable, under ASYNC_FLUSH up to what is written.
+- Recovery treats ConsumeQueues and IndexFiles as derived data. After an unclean stop every
+  unit and entry at or past the checkpoint's dispatched offset is dropped and re-dispatched
+  from the CommitLog. The checkpoint is written only after the ConsumeQueues and the index are
+  durable up to the dispatched offset it records, so nothing below it needs redoing.
+- Writes are refused above the disk-full watermark and resume, with no latch, once retention
+  has freed space.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from raftlog.store.checkpoint import (
+    Checkpoint,
+    load_checkpoint,
+    recovery_start_offset,
+    save_checkpoint,
+)
+from raftlog.store.commit_log import CommitLog, Envelope
+from raftlog.store.config import FlushMode, StoreConfig
+from raftlog.store.consume_queue import ConsumeQueue, ConsumeQueueUnit, FileHandleCache, list_queues
+from raftlog.store.consumer_offsets import ConsumerOffsets
+from raftlog.store.dispatcher import Dispatcher
+from raftlog.store.errors import (
+    BodyTooLargeError,
+    CorruptRecordError,
+    DiskFullError,
+    InvalidMessageIdError,
+    InvalidOffsetError,
+    InvalidQueueIdError,
+    PropertiesTooLargeError,
+    StoreClosedError,
+)
+from raftlog.store.filesystem import FileSystem, OsFileSystem
+from raftlog.store.flusher import GroupCommitFlusher, PeriodicFlusher
+from raftlog.store.hashing import tag_hash
+from raftlog.store.index_file import IndexService
+from raftlog.store.message_id import decode_message_id, message_id_encoder
+from raftlog.store.record import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    MessageRecord,
+    encode_properties,
+    encode_record,
+    patch_record,
+    read_dispatch_info,
+    read_store_timestamp_ms,
+)
+from raftlog.store.retention import Retention, RetentionReport
+from raftlog.store.store_lock import AbortMarker, StoreLock
+from raftlog.store.topic_config import TopicConfig, TopicTable
+from raftlog.store.validation import validate_message, validate_topic
+
+DEFAULT_STORE_HOST = ("127.0.0.1", 10911)
+DEFAULT_MAX_OPEN_QUEUE_FILES = 256
+DEFAULT_SYNC_FLUSH_TIMEOUT_S = 5.0
+COMMIT_LOG_DIR = "commitlog"
+# A tag-filtered read inspects at most this many units before returning what it found.
+_MAX_UNITS_SCANNED_PER_GET = 16384
+_UNITS_READ_PER_CHUNK = 1024
+_RESERVED_PROPERTY_KEYS = frozenset((PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY))
+_ALL_TAGS = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message to write. ``keys`` and ``uniq_key`` (the producer's unique id) are indexed
+    for lookup by key; ``tags`` is filtered on by ``get_messages``."""
+
+    topic: str
+    queue_id: int
+    body: bytes
+    tags: str = ""
+    keys: tuple[str, ...] = ()
+    uniq_key: str = ""
+    properties: tuple[tuple[str, str], ...] = ()
+    flag: int = 0
+    born_timestamp_ms: int | None = None
+    born_host: tuple[str, int] = ("127.0.0.1", 0)
+    sys_flag: int = 0
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    queue_offset: int
+    physical_offset: int
+    msg_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetResult:
+    """Messages read from one queue; iterate it for the records. ``next_queue_offset`` is where
+    the next read continues (past messages the tag filter skipped)."""
+
+    messages: list[MessageRecord]
+    next_queue_offset: int
+    min_queue_offset: int
+    max_queue_offset: int
+
+    def __iter__(self) -> Iterator[MessageRecord]:
+        return iter(self.messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+@dataclass(slots=True)
+class _Encoded:
+    queue_key: tuple[str, int]
+    record: bytes
+
+
+class MessageStore:
+    """Use ``MessageStore.open(config)``; close with ``close()`` (or as a context manager)."""
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        fs: FileSystem,
+        *,
+        now_ms: Callable[[], int],
+        store_host: tuple[str, int],
+        dispatch_bound: Callable[[], int] | None,
+        envelopes: Sequence[Envelope],
+        max_open_queue_files: int,
+        sync_flush_timeout_s: float,
+    ) -> None:
+        self._config = config
+        self._fs = fs
+        self._now_ms = now_ms
+        self._store_host = store_host
+        self._dispatch_bound = dispatch_bound
+        self._sync_flush_timeout_s = sync_flush_timeout_s
+        self._message_id_of = message_id_encoder(store_host)
+        self._write_lock = threading.Lock()
+        self._dispatch_lock = threading.Lock()
+        self._queues_lock = threading.Lock()
+        self._closed = False
+        root = config.root_dir
+        fs.makedirs(root)
+        self._store_lock = StoreLock(root)
+        self._store_lock.acquire()
+        try:
+            self._abort_marker = AbortMarker(fs, root)
+            unclean_stop = self._abort_marker.was_unclean_stop()
+            self._abort_marker.create()
+            checkpoint = load_checkpoint(fs, root)
+            self._commit_log = CommitLog(
+                fs,
+                os.path.join(root, COMMIT_LOG_DIR),
+                config.segment_size_bytes,
+                config.max_open_segments,
+                envelopes,
+            )
+            self._handles = FileHandleCache(fs, max_open_queue_files)
+            self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+            self._next_queue_offsets: dict[tuple[str, int], int] = {}
+            self._index = IndexService(
+                fs, self._handles, root, config.index_slot_count, config.index_entry_count, now_ms
+            )
+            self._topics = TopicTable(fs, root, config.limits)
+            self._consumer_offsets = ConsumerOffsets(fs, root)
+            self._dispatcher = Dispatcher(
+                self._commit_log,
+                self._consume_queue,
+                self._index,
+                self._recover(checkpoint, unclean_stop),
+            )
+            self._retention = Retention(
+                fs, config, self._commit_log, self._all_consume_queues, self._index, now_ms
+            )
+            self.dispatch()
+            self._restore_next_queue_offsets()
+            self._group_flusher: GroupCommitFlusher | None = None
+            self._periodic_flusher: PeriodicFlusher | None = None
+            if config.flush_mode is FlushMode.SYNC_FLUSH:
+                self._group_flusher = GroupCommitFlusher(self._commit_log)
+                self._group_flusher.start()
+            else:
+                self._periodic_flusher = PeriodicFlusher(self._commit_log, config.flush_interval_ms)
+                self._periodic_flusher.start()
+        except BaseException:
+            self._store_lock.release()
+            raise
+
+    @classmethod
+    def open(
+        cls,
+        config: StoreConfig,
+        fs: FileSystem | None = None,
+        *,
+        now_ms: Callable[[], int] | None = None,
+        store_host: tuple[str, int] = DEFAULT_STORE_HOST,
+        dispatch_bound: Callable[[], int] | None = None,
+        envelopes: Sequence[Envelope] = (),
+        max_open_queue_files: int = DEFAULT_MAX_OPEN_QUEUE_FILES,
+        sync_flush_timeout_s: float = DEFAULT_SYNC_FLUSH_TIMEOUT_S,
+    ) -> MessageStore:
+        """Open (and recover) the store under ``config.root_dir``. ``dispatch_bound`` caps what
+        readers can see (the Raft commit point); ``now_ms`` is the store clock."""
+        return cls(
+            config,
+            fs if fs is not None else OsFileSystem(),
+            now_ms=now_ms if now_ms is not None else _wall_clock_ms,
+            store_host=store_host,
+            dispatch_bound=dispatch_bound,
+            envelopes=envelopes,
+            max_open_queue_files=max_open_queue_files,
+            sync_flush_timeout_s=sync_flush_timeout_s,
+        )
+
+    def __enter__(self) -> MessageStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ recovery
+
+    def _recover(self, checkpoint: Checkpoint | None, unclean_stop: bool) -> int:
+        """Recover the CommitLog and cut derived data back to the dispatched offset to redo
+        from; returns that offset."""
+        log = self._commit_log
+        max_offset = log.recover(recovery_start_offset(checkpoint, log.min_offset))
+        recorded = checkpoint.dispatched_physical_offset if checkpoint else 0
+        dispatched = min(max(recorded, log.min_offset), max_offset)
+        # After a clean stop the checkpoint's dispatched offset is exact and nothing was
+        # derived past it, unless recovery cut the CommitLog below it.
+        if unclean_stop or checkpoint is None or recorded > max_offset:
+            for topic, queue_id in list_queues(self._fs, self._config.root_dir):
+                self._consume_queue(topic, queue_id).truncate_from_physical_offset(dispatched)
+            self._index.recover(dispatched)
+        return dispatched
+
+    def _restore_next_queue_offsets(self) -> None:
+        """Forget assigned queue offsets and re-learn those the undispatched tail holds (the
+        rest come from the ConsumeQueues on first use)."""
+        self._next_queue_offsets.clear()
+        for _, view in self._commit_log.scan(
+            self._dispatcher.dispatched_physical_offset, self._commit_log.max_offset
+        ):
+            info = read_dispatch_info(view, 0)
+            self._next_queue_offsets[(info.topic, info.queue_id)] = info.queue_offset + 1
+
+    # ------------------------------------------------------------------ topics, offsets
+
+    def create_topic(self, topic: str, queue_count: int) -> TopicConfig:
+        return self._topics.create_topic(topic, queue_count)
+
+    def list_topics(self) -> list[TopicConfig]:
+        return self._topics.list_topics()
+
+    def describe_topic(self, topic: str) -> TopicConfig:
+        return self._topics.describe(topic)
+
+    def commit_consumer_offset(
+        self, group: str, topic: str, queue_id: int, queue_offset: int
+    ) -> None:
+        """Durably record ``queue_offset`` as the next one ``group`` consumes."""
+        self._check_queue(topic, queue_id)
+        self._consumer_offsets.commit(group, topic, queue_id, queue_offset)
+        self._consumer_offsets.persist()
+
+    def fetch_consumer_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        return self._consumer_offsets.fetch(group, topic, queue_id)
+
+    # ------------------------------------------------------------------ writes
+
+    def put_message(self, message: Message) -> PutResult:
+        return self.put_messages([message])[0]
+
+    def put_messages(self, messages: Sequence[Message]) -> list[PutResult]:
+        """Validate, write and (under SYNC_FLUSH) fsync a batch; returns one result per
+        message, in order."""
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if self._retention.is_disk_full():
+            raise DiskFullError(
+                f"disk use {self._retention.disk_usage_ratio():.0%} is above the full watermark "
+                f"{self._config.disk_full_ratio:.0%}; writes resume once retention frees space"
+            )
+        encoded = [self._validate_and_encode(message) for message in messages]
+        if not encoded:
+            return []
+        with self._write_lock:
+            if self._closed:
+                raise StoreClosedError("the store is closed")
+            results = self._append(encoded)
+        end = results[-1].physical_offset + len(encoded[-1].record)
+        if self._group_flusher is not None:
+            self._group_flusher.wait_flushed(end, self._sync_flush_timeout_s)
+            self.dispatch(self._commit_log.flushed_offset)
+        else:
+            self.dispatch()
+        return results
+
+    def _validate_and_encode(self, message: Message) -> _Encoded:
+        # A malformed name is InvalidTopicError, not UnknownTopicError.
+        validate_topic(message.topic, self._config.limits)
+        queue_count = self._topics.describe(message.topic).queue_count
+        properties = _message_properties(message)
+        validate_message(
+            message.topic,
+            message.queue_id,
+            queue_count,
+            len(message.body),
+            len(encode_properties(properties)),
+            self._config.limits,
+            properties=properties,
+        )
+        record = encode_record(
+            MessageRecord(
+                topic=message.topic,
+                queue_id=message.queue_id,
+                flag=message.flag,
+                queue_offset=0,
+                physical_offset=0,
+                sys_flag=message.sys_flag,
+                born_timestamp_ms=(
+                    message.born_timestamp_ms
+                    if message.born_timestamp_ms is not None
+                    else self._now_ms()
+                ),
+                born_host=message.born_host,
+                store_timestamp_ms=0,
+                store_host=self._store_host,
+                reconsume_times=message.reconsume_times,
+                prepared_transaction_offset=message.prepared_transaction_offset,
+                body=message.body,
+                properties=properties,
+            )
+        )
+        if len(record) > self._commit_log.segment_size_bytes:
+            raise BodyTooLargeError(
+                f"the record is {len(record)} bytes; a {self._commit_log.segment_size_bytes}"
+                "-byte segment cannot hold it"
+            )
+        return _Encoded((message.topic, message.queue_id), record)
+
+    def _append(self, encoded: list[_Encoded]) -> list[PutResult]:
+        """Stamp queue offsets, physical offsets and the store time, and write (under the
+        write lock). Queue offsets are committed only once their bytes are written."""
+        segment_size = self._commit_log.segment_size_bytes
+        assigned: dict[tuple[str, int], int] = {}
+        results: list[PutResult] = []
+        store_timestamp_ms = self._now_ms()
+        chunk_start = 0
+        while chunk_start < len(encoded):
+            chunk_end = chunk_start
+            chunk_bytes = 0
+            while (
+                chunk_end < len(encoded)
+                and chunk_bytes + len(encoded[chunk_end].record) <= segment_size
+            ):
+                chunk_bytes += len(encoded[chunk_end].record)
+                chunk_end += 1
+            block = bytearray().join(item.record for item in encoded[chunk_start:chunk_end])
+            start = self._commit_log.position_for(len(block))
+            position = 0
+            for item in encoded[chunk_start:chunk_end]:
+                queue_key = item.queue_key
+                queue_offset = assigned.get(queue_key)
+                if queue_offset is None:
+                    queue_offset = self._next_queue_offset(queue_key)
+                physical_offset = start + position
+                patch_record(
+                    block,
+                    position,
+                    queue_offset=queue_offset,
+                    physical_offset=physical_offset,
+                    store_timestamp_ms=store_timestamp_ms,
+                )
+                results.append(
+                    PutResult(queue_offset, physical_offset, self._message_id_of(physical_offset))
+                )
+                assigned[queue_key] = queue_offset + 1
+                position += len(item.record)
+            written = self._commit_log.append(block)
+            assert written == start, f"append wrote at {written}, expected {start}"
+            self._next_queue_offsets.update(assigned)
+            chunk_start = chunk_end
+        return results
+
+    def _next_queue_offset(self, queue_key: tuple[str, int]) -> int:
+        next_queue_offset = self._next_queue_offsets.get(queue_key)
+        if next_queue_offset is None:
+            next_queue_offset = self._consume_queue(*queue_key).max_queue_offset
+        return next_queue_offset
+
+    def truncate_after(self, physical_offset: int) -> None:
+        """Drop every record at or past ``physical_offset`` (a record boundary): a Raft
+        truncation of a conflicting suffix. Derived data past it goes too."""
+        with self._write_lock, self._dispatch_lock:
+            self._commit_log.truncate_after(physical_offset)
+            if physical_offset < self._dispatcher.dispatched_physical_offset:
+                for queue in self._all_consume_queues():
+                    queue.truncate_from_physical_offset(physical_offset)
+                self._index.truncate_from(physical_offset)
+                self._dispatcher.reset(physical_offset)
+            self._restore_next_queue_offsets()
+            if self._group_flusher is not None:
+                # The flusher remembers the highest offset ever requested, which now lies past
+                # the end: a fresh one serves the writes that refill the truncated range.
+                self._group_flusher.stop()
+                self._group_flusher = GroupCommitFlusher(self._commit_log)
+                self._group_flusher.start()
+
+    # ------------------------------------------------------------------ dispatch
+
+    def dispatch(self, up_to_physical_offset: int | None = None) -> int:
+        """Make records visible up to ``up_to_physical_offset`` (default: everything written),
+        never past ``dispatch_bound``; returns how many records became visible."""
+        with self._dispatch_lock:
+            bound = (
+                self._commit_log.max_offset
+                if up_to_physical_offset is None
+                else up_to_physical_offset
+            )
+            if self._dispatch_bound is not None:
+                bound = min(bound, self._dispatch_bound())
+            return self._dispatcher.dispatch(bound)
+
+    @property
+    def dispatched_physical_offset(self) -> int:
+        return self._dispatcher.dispatched_physical_offset
+
+    @property
+    def commit_log(self) -> CommitLog:
+        return self._commit_log
+
+    # ------------------------------------------------------------------ reads
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        max_messages: int = 32,
+        max_bytes: int = 4 * 1024 * 1024,
+        tag: str | None = None,
+    ) -> GetResult:
+        """Up to ``max_messages`` messages (and about ``max_bytes``; at least one) from
+        ``queue_offset`` on. With ``tag``, only messages with exactly that tag: units are
+        filtered by tag hash, then the real tag is re-checked (hashes collide)."""
+        queue = self._check_queue(topic, queue_id)
+        if queue_offset < 0:
+            raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
+        min_queue_offset = self._first_live_queue_offset(queue)
+        max_queue_offset = queue.max_queue_offset
+        wanted_hash = None if tag is None or tag == _ALL_TAGS else tag_hash(tag)
+        next_queue_offset = max(queue_offset, min_queue_offset)
+        scan_end = min(max_queue_offset, next_queue_offset + _MAX_UNITS_SCANNED_PER_GET)
+        messages: list[MessageRecord] = []
+        size_bytes = 0
+        while next_queue_offset < scan_end and len(messages) < max_messages:
+            units = queue.read(
+                next_queue_offset, min(_UNITS_READ_PER_CHUNK, scan_end - next_queue_offset)
+            )
+            if not units:
+                break
+            for unit in units:
+                if wanted_hash is not None and unit.tag_hash != wanted_hash:
+                    next_queue_offset += 1
+                    continue
+                if messages and size_bytes + unit.size_bytes > max_bytes:
+                    scan_end = next_queue_offset
+                    break
+                record = self._commit_log.read_record(unit.physical_offset)
+                next_queue_offset += 1
+                if wanted_hash is not None and record.tags != tag:
+                    continue
+                messages.append(record)
+                size_bytes += unit.size_bytes
+                if len(messages) == max_messages:
+                    break
+        return GetResult(messages, next_queue_offset, min_queue_offset, max_queue_offset)
+
+    def query_by_key(
+        self,
+        topic: str,
+        key: str,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+        max_results: int = 32,
+    ) -> list[MessageRecord]:
+        """Messages of ``topic`` whose KEYS hold ``key`` or whose UNIQ_KEY is ``key``, stored
+        within ``[begin_ms, end_ms]``, newest first."""
+        self._topics.describe(topic)
+        end_ms = end_ms if end_ms is not None else self._now_ms()
+        # Hash collisions are filtered below: ask for some spare candidates.
+        candidates = self._index.query(topic, key, begin_ms, end_ms, 2 * max_results + 16)
+        found: list[MessageRecord] = []
+        for physical_offset in candidates:
+            if not self._is_visible(physical_offset):
+                continue
+            record = self._commit_log.read_record(physical_offset)
+            if (
+                record.topic == topic
+                and begin_ms <= record.store_timestamp_ms <= end_ms
+                and (key in record.keys or record.get_property(PROPERTY_UNIQ_KEY) == key)
+            ):
+                found.append(record)
+                if len(found) == max_results:
+                    break
+        return found
+
+    def queue_offset_for_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first queue offset whose message was stored at or after ``timestamp_ms``
+        (the max queue offset when none was)."""
+        queue = self._check_queue(topic, queue_id)
+        return queue.queue_offset_for_time(
+            timestamp_ms, self._first_live_queue_offset(queue), self._store_timestamp_ms_of
+        )
+
+    def get_by_message_id(self, msg_id: str) -> MessageRecord:
+        """The message an offset message id names (valid on every replica)."""
+        _, physical_offset = decode_message_id(msg_id)
+        if not self._is_visible(physical_offset):
+            raise InvalidMessageIdError(
+                f"message id {msg_id} points at physical offset {physical_offset}, outside the "
+                f"visible log [{self._commit_log.min_offset}, "
+                f"{self._dispatcher.dispatched_physical_offset})"
+            )
+        try:
+            return self._commit_log.read_record(physical_offset)
+        except (CorruptRecordError, InvalidOffsetError) as error:
+            raise InvalidMessageIdError(
+                f"message id {msg_id}: no record starts at physical offset {physical_offset}"
+            ) from error
+
+    def min_queue_offset(self, topic: str, queue_id: int) -> int:
+        return self._first_live_queue_offset(self._check_queue(topic, queue_id))
+
+    def max_queue_offset(self, topic: str, queue_id: int) -> int:
+        """The next queue offset to become visible."""
+        return self._check_queue(topic, queue_id).max_queue_offset
+
+    def _is_visible(self, physical_offset: int) -> bool:
+        return (
+            self._commit_log.min_offset
+            <= physical_offset
+            < self._dispatcher.dispatched_physical_offset
+        )
+
+    def _first_live_queue_offset(self, queue: ConsumeQueue) -> int:
+        """Units pointing below the CommitLog's first offset lost their records to retention."""
+        return queue.queue_offset_for_physical_offset(self._commit_log.min_offset)
+
+    def _store_timestamp_ms_of(self, unit: ConsumeQueueUnit) -> int:
+        return read_store_timestamp_ms(self._commit_log.read(unit.physical_offset, unit.size_bytes))
+
+    def _check_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queue_count = self._topics.describe(topic).queue_count
+        if not 0 <= queue_id < queue_count:
+            raise InvalidQueueIdError(
+                f"queue id {queue_id} is outside [0, {queue_count}) for topic {topic!r}"
+            )
+        return self._consume_queue(topic, queue_id)
+
+    def _consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queue_key = (topic, queue_id)
+        queue = self._queues.get(queue_key)
+        if queue is None:
+            with self._queues_lock:
+                queue = self._queues.get(queue_key)
+                if queue is None:
+                    queue = self._queues[queue_key] = ConsumeQueue(
+                        self._fs,
+                        self._handles,
+                        self._config.root_dir,
+                        topic,
+                        queue_id,
+                        self._config.consume_queue_file_units,
+                    )
+        return queue
+
+    def _all_consume_queues(self) -> list[ConsumeQueue]:
+        on_disk = list_queues(self._fs, self._config.root_dir)
+        return [self._consume_queue(topic, queue_id) for topic, queue_id in on_disk]
+
+    # ------------------------------------------------------------------ durability, retention
+
+    def flush(self) -> int:
+        """Fsync the CommitLog; returns the flushed physical offset."""
+        return self._commit_log.flush()
+
+    def checkpoint(self) -> Checkpoint:
+        """Make ConsumeQueues, the index and the CommitLog durable, then record how far: a
+        restart redoes dispatch only past this point."""
+        with self._dispatch_lock:
+            dispatched = self._dispatcher.dispatched_physical_offset
+            self._handles.sync_dirty()
+            self._index.flush()
+        flushed = self._commit_log.flush()
+        now_ms = self._now_ms()
+        checkpoint = Checkpoint(
+            flushed_physical_offset=flushed,
+            dispatched_physical_offset=dispatched,
+            flushed_timestamp_ms=now_ms,
+            index_timestamp_ms=now_ms,
+        )
+        save_checkpoint(self._fs, self._config.root_dir, checkpoint)
+        return checkpoint
+
+    def run_retention(self) -> RetentionReport:
+        """One retention pass (the owner schedules it, RocketMQ-style every few seconds)."""
+        with self._write_lock, self._dispatch_lock:
+            return self._retention.run()
+
+    def is_disk_full(self) -> bool:
+        return self._retention.is_disk_full()
+
+    def close(self) -> None:
+        """Flush, checkpoint, and release the directory; the next open is a clean start."""
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            if self._group_flusher is not None:
+                self._group_flusher.stop()
+            if self._periodic_flusher is not None:
+                self._periodic_flusher.stop()
+            self.checkpoint()
+            self._consumer_offsets.persist()
+            self._handles.close_all()
+            self._commit_log.close()
+            self._abort_marker.remove()
+        finally:
+            self._store_lock.release()
+
+
+def _message_properties(message: Message) -> tuple[tuple[str, str], ...]:
+    """The record's properties: KEYS, TAGS and UNIQ_KEY from their fields, then the user's."""
+    for key in message.keys:
+        if not key or KEY_SEPARATOR in key:
+            raise PropertiesTooLargeError(
+                f"key {key[:40]!r} is empty or holds the KEYS separator {KEY_SEPARATOR!r}"
+            )
+    for name, _ in message.properties:
+        if name in _RESERVED_PROPERTY_KEYS:
+            raise PropertiesTooLargeError(
+                f"property {name!r} is set through Message.keys, .tags or .uniq_key"
+            )
+    generated = (
+        (PROPERTY_KEYS, KEY_SEPARATOR.join(message.keys)),
+        (PROPERTY_TAGS, message.tags),
+        (PROPERTY_UNIQ_KEY, message.uniq_key),
+    )
+    return tuple((name, value) for name, value in generated if value) + message.properties
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000

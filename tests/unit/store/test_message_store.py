@@ -1,0 +1,315 @@
+import subprocess
+import sys
+
+import pytest
+
+from raftlog.store.config import FlushMode, StoreConfig
+from raftlog.store.errors import (
+    BodyTooLargeError,
+    DiskFullError,
+    InvalidMessageIdError,
+    InvalidOffsetError,
+    InvalidQueueIdError,
+    InvalidTopicError,
+    PropertiesTooLargeError,
+    StoreClosedError,
+    StoreLockedError,
+    UnknownTopicError,
+)
+from raftlog.store.message_id import decode_message_id, encode_message_id
+from raftlog.store.message_store import Message, MessageStore
+from raftlog.store.validation import Limits
+from tests.support.sim_filesystem import SimFileSystem
+
+T0 = 1_764_000_000_000
+
+
+class Clock:
+    def __init__(self, now_ms: int = T0) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+
+def small_config(root, **overrides) -> StoreConfig:
+    fields = {
+        "root_dir": str(root),
+        "segment_size_bytes": 4096,
+        "consume_queue_file_units": 8,
+        "index_slot_count": 32,
+        "index_entry_count": 64,
+        "flush_mode": FlushMode.SYNC_FLUSH,
+        "limits": Limits(max_body_bytes=1024, max_properties_bytes=512),
+    }
+    fields.update(overrides)
+    return StoreConfig(**fields)
+
+
+def open_store(root, fs=None, clock=None, **overrides) -> MessageStore:
+    return MessageStore.open(
+        small_config(root, **overrides), fs or SimFileSystem(), now_ms=clock or Clock()
+    )
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(tmp_path)
+    s.create_topic("orders", 4)
+    yield s
+    s.close()
+
+
+def test_put_and_get_round_trip_with_dense_queue_offsets(store) -> None:
+    messages = [Message("orders", i % 2, b"body-%d" % i, keys=(f"k{i}",)) for i in range(30)]
+    results = store.put_messages(messages)
+    for queue_id in (0, 1):
+        got = store.get_messages("orders", queue_id, 0, 100)
+        assert [m.queue_offset for m in got] == list(range(15))
+        assert [m.body for m in got] == [b"body-%d" % i for i in range(queue_id, 30, 2)]
+        assert got.next_queue_offset == got.max_queue_offset == 15
+    for result in results:
+        host, physical_offset = decode_message_id(result.msg_id)
+        assert host == ("127.0.0.1", 10911) and physical_offset == result.physical_offset
+    assert store.get_by_message_id(results[7].msg_id).body == b"body-7"
+    assert store.get_messages("orders", 1, 3, 2).next_queue_offset == 5
+    assert store.get_messages("orders", 2, 0, 10).messages == []
+
+
+def test_max_bytes_returns_at_least_one_message(store) -> None:
+    store.put_messages([Message("orders", 0, b"x" * 100) for _ in range(5)])
+    assert len(store.get_messages("orders", 0, 0, 10, max_bytes=1)) == 1
+    assert len(store.get_messages("orders", 0, 0, 10, max_bytes=500)) == 2
+
+
+def test_tag_filter_skips_other_tags_and_advances(store) -> None:
+    store.put_messages(
+        [Message("orders", 0, b"%d" % i, tags="A" if i % 3 == 0 else "B") for i in range(12)]
+    )
+    got = store.get_messages("orders", 0, 0, 100, tag="A")
+    assert [m.body for m in got] == [b"0", b"3", b"6", b"9"]
+    assert all(m.tags == "A" for m in got)
+    assert got.next_queue_offset == 12
+    first_two = store.get_messages("orders", 0, 0, 2, tag="A")
+    assert first_two.next_queue_offset == 4
+    assert len(store.get_messages("orders", 0, 0, 100, tag="*")) == 12
+
+
+def test_query_by_key_and_uniq_key_rechecks_real_key(tmp_path) -> None:
+    clock = Clock()
+    store = open_store(tmp_path, clock=clock)
+    store.create_topic("orders", 2)
+    store.create_topic("other", 1)
+    for i in range(10):
+        clock.now_ms = T0 + i * 10_000
+        store.put_message(
+            Message("orders", i % 2, b"%d" % i, keys=(f"k{i % 3}", "shared"), uniq_key=f"U{i}")
+        )
+    store.put_message(Message("other", 0, b"o", keys=("shared",)))
+    assert [m.body for m in store.query_by_key("orders", "k0", 0, T0 + 10**6)] == [
+        b"9",
+        b"6",
+        b"3",
+        b"0",
+    ]
+    assert [m.body for m in store.query_by_key("orders", "U4", 0, T0 + 10**6)] == [b"4"]
+    window = store.query_by_key("orders", "shared", T0 + 20_000, T0 + 50_000)
+    assert [m.body for m in window] == [b"5", b"4", b"3", b"2"]
+    assert len(store.query_by_key("orders", "shared", 0, T0 + 10**6, max_results=3)) == 3
+    assert [m.body for m in store.query_by_key("other", "shared", 0, T0 + 10**6)] == [b"o"]
+    assert store.query_by_key("orders", "missing", 0, T0 + 10**6) == []
+    store.close()
+
+
+def test_queue_offset_for_time(tmp_path) -> None:
+    clock = Clock()
+    store = open_store(tmp_path, clock=clock)
+    store.create_topic("t", 1)
+    for i in range(20):
+        clock.now_ms = T0 + i * 1000
+        store.put_message(Message("t", 0, b"x"))
+    assert store.queue_offset_for_time("t", 0, 0) == 0
+    assert store.queue_offset_for_time("t", 0, T0 + 7000) == 7
+    assert store.queue_offset_for_time("t", 0, T0 + 7001) == 8
+    assert store.queue_offset_for_time("t", 0, T0 + 10**6) == 20
+    store.close()
+
+
+def max_offset(store: MessageStore) -> int:
+    return store.commit_log.max_offset
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        (Message("bad topic", 0, b"x"), InvalidTopicError),
+        (Message("x" * 128, 0, b"x"), InvalidTopicError),
+        (Message("", 0, b"x"), InvalidTopicError),
+        (Message("missing", 0, b"x"), UnknownTopicError),
+        (Message("orders", 4, b"x"), InvalidQueueIdError),
+        (Message("orders", -1, b"x"), InvalidQueueIdError),
+        (Message("orders", 0, b"x" * 1025), BodyTooLargeError),
+        (Message("orders", 0, b"x", properties=(("p", "v" * 600),)), PropertiesTooLargeError),
+        (Message("orders", 0, b"x", properties=(("p", "a\x01b"),)), PropertiesTooLargeError),
+        (Message("orders", 0, b"x", properties=(("__CRC32#", "1"),)), PropertiesTooLargeError),
+        (Message("orders", 0, b"x", properties=(("TAGS", "t"),)), PropertiesTooLargeError),
+        (Message("orders", 0, b"x", keys=("two words",)), PropertiesTooLargeError),
+        (Message("orders", 0, b"x", tags="a\x02b"), PropertiesTooLargeError),
+    ],
+)
+def test_bad_input_raises_its_error_and_writes_nothing(store, message, error) -> None:
+    store.put_message(Message("orders", 0, b"first"))
+    before = max_offset(store)
+    good = Message("orders", 1, b"good")
+    with pytest.raises(error):
+        store.put_messages([good, message])
+    assert max_offset(store) == before
+    assert store.max_queue_offset("orders", 1) == 0
+    assert store.put_message(good).queue_offset == 0
+
+
+def test_reads_validate_their_arguments(store) -> None:
+    with pytest.raises(UnknownTopicError):
+        store.get_messages("missing", 0, 0)
+    with pytest.raises(InvalidQueueIdError):
+        store.get_messages("orders", 9, 0)
+    with pytest.raises(InvalidOffsetError):
+        store.get_messages("orders", 0, -1)
+
+
+def test_get_by_message_id_refuses_bad_ids(store) -> None:
+    result = store.put_message(Message("orders", 0, b"x" * 50))
+    with pytest.raises(InvalidMessageIdError):
+        store.get_by_message_id("nonsense")
+    with pytest.raises(InvalidMessageIdError):  # inside the record, not at its start
+        store.get_by_message_id(encode_message_id(("127.0.0.1", 10911), result.physical_offset + 4))
+    with pytest.raises(InvalidMessageIdError):  # past the end
+        store.get_by_message_id(encode_message_id(("127.0.0.1", 10911), 10**9))
+    # Offset ids are valid on every replica: the host part is not checked.
+    assert store.get_by_message_id(encode_message_id(("10.0.0.9", 1), 0)).body == b"x" * 50
+
+
+def test_reopen_restores_everything(tmp_path) -> None:
+    fs = SimFileSystem()
+    store = open_store(tmp_path, fs)
+    store.create_topic("orders", 2)
+    store.put_messages([Message("orders", i % 2, b"%d" % i, keys=(f"k{i}",)) for i in range(40)])
+    store.commit_consumer_offset("g", "orders", 1, 7)
+    store.close()
+    with pytest.raises(StoreClosedError):
+        store.put_message(Message("orders", 0, b"late"))
+    store = open_store(tmp_path, fs)
+    assert store.list_topics()[0].queue_count == 2
+    assert store.fetch_consumer_offset("g", "orders", 1) == 7
+    assert store.put_message(Message("orders", 0, b"next")).queue_offset == 20
+    assert [m.body for m in store.query_by_key("orders", "k33", 0, 2 * T0)] == [b"33"]
+    assert store.get_messages("orders", 0, 19, 5).messages[-1].body == b"next"
+    store.close()
+
+
+def test_power_loss_keeps_every_acknowledged_write(tmp_path) -> None:
+    import random
+
+    rng = random.Random(7)
+    fs = SimFileSystem()
+    acked: list[tuple[int, int, bytes]] = []
+    for round_number in range(4):
+        store = open_store(tmp_path, fs)
+        store.create_topic("t", 3)
+        for i in range(30):
+            body = b"r%d-%d" % (round_number, i)
+            result = store.put_message(Message("t", i % 3, body, keys=(body.decode(),)))
+            acked.append((i % 3, result.queue_offset, body))
+        store.checkpoint() if round_number == 1 else None
+        fs.power_loss(rng)
+        store._store_lock.release()  # the process "died": the OS drops its lock
+    store = open_store(tmp_path, fs)
+    for queue_id, queue_offset, body in acked:
+        (record,) = store.get_messages("t", queue_id, queue_offset, 1).messages
+        assert record.body == body and record.queue_offset == queue_offset
+        assert [m.body for m in store.query_by_key("t", body.decode(), 0, 2 * T0)] == [body]
+    for queue_id in range(3):
+        assert store.max_queue_offset("t", queue_id) == 40
+    store.close()
+
+
+def test_second_open_is_refused_across_processes(tmp_path) -> None:
+    store = open_store(tmp_path)
+    script = (
+        "import sys\n"
+        "from raftlog.store.config import StoreConfig\n"
+        "from raftlog.store.errors import StoreLockedError\n"
+        "from raftlog.store.message_store import MessageStore\n"
+        "try:\n"
+        f"    MessageStore.open(StoreConfig(root_dir={str(tmp_path)!r}))\n"
+        "except StoreLockedError:\n"
+        "    sys.exit(3)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script], cwd=".", timeout=60)
+    assert child.returncode == 3
+    with pytest.raises(StoreLockedError):
+        open_store(tmp_path)
+    store.close()
+
+
+def test_dispatch_bound_hides_uncommitted_messages(tmp_path) -> None:
+    commit_physical_offset = 0
+    store = MessageStore.open(
+        small_config(tmp_path),
+        SimFileSystem(),
+        now_ms=Clock(),
+        dispatch_bound=lambda: commit_physical_offset,
+    )
+    store.create_topic("t", 1)
+    results = store.put_messages([Message("t", 0, b"%d" % i, keys=("k",)) for i in range(5)])
+    assert store.max_queue_offset("t", 0) == 0
+    assert store.get_messages("t", 0, 0, 10).messages == []
+    assert store.query_by_key("t", "k", 0, 2 * T0) == []
+    with pytest.raises(InvalidMessageIdError):
+        store.get_by_message_id(results[0].msg_id)
+    commit_physical_offset = results[3].physical_offset  # the first three are committed
+    assert store.dispatch() == 3
+    assert [m.body for m in store.get_messages("t", 0, 0, 10)] == [b"0", b"1", b"2"]
+    # Queue offsets keep counting past the undispatched tail.
+    assert store.put_message(Message("t", 0, b"5")).queue_offset == 5
+    store.close()
+
+
+def test_truncate_after_drops_tail_and_reassigns_queue_offsets(store) -> None:
+    results = store.put_messages([Message("orders", 0, b"%d" % i, keys=("k",)) for i in range(6)])
+    store.truncate_after(results[4].physical_offset)
+    assert store.max_queue_offset("orders", 0) == 4
+    assert len(store.query_by_key("orders", "k", 0, 2 * T0)) == 4
+    assert store.put_message(Message("orders", 0, b"new")).queue_offset == 4
+    assert store.get_messages("orders", 0, 4, 1).messages[0].body == b"new"
+
+
+class UsageFileSystem(SimFileSystem):
+    """Disk use computed from what the store holds, to test watermarks."""
+
+    def __init__(self, bytes_per_full_disk: int) -> None:
+        super().__init__()
+        self.bytes_per_full_disk = bytes_per_full_disk
+
+    def disk_usage_ratio(self, path: str) -> float:
+        with self.lock:
+            used = sum(
+                len(inode.current) for name, inode in self._files.items() if "commitlog" in name
+            )
+        return used / self.bytes_per_full_disk
+
+
+def test_writes_refused_above_full_watermark_and_resume_after_space_is_freed(tmp_path) -> None:
+    fs = SimFileSystem()
+    store = open_store(tmp_path, fs)
+    store.create_topic("t", 1)
+    store.put_message(Message("t", 0, b"x"))
+    before = max_offset(store)
+    fs.usage_ratio = 0.95
+    assert store.is_disk_full()
+    with pytest.raises(DiskFullError):
+        store.put_message(Message("t", 0, b"y"))
+    assert max_offset(store) == before
+    fs.usage_ratio = 0.5
+    assert store.put_message(Message("t", 0, b"y")).queue_offset == 1
+    store.close()
