@@ -77,6 +77,7 @@ _HEADERS = tuple(
     for born_ip in (4, 16)
 )
 _TOTAL_AND_MAGIC = struct.Struct(">iI")
+_I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U16 = struct.Struct(">H")
 _QUEUE_OFFSET_POS = 20
@@ -152,7 +153,7 @@ class DispatchInfo(NamedTuple):
 
 def split_keys(keys_value: str) -> tuple[str, ...]:
     """KEYS holds space-separated keys; empty pieces (doubled spaces) are not keys."""
-    return tuple(key for key in keys_value.split(KEY_SEPARATOR) if key)
+    return tuple(filter(None, keys_value.split(KEY_SEPARATOR)))
 
 
 def _is_ipv6(address: str) -> bool:
@@ -325,9 +326,10 @@ def _has_record_crc(
 
 
 def _write_record_crc(buf: bytearray, pos: int, total_size: int) -> None:
-    digits_pos = pos + total_size - 1 - _RECORD_CRC_DIGITS
-    crc = zlib.crc32(memoryview(buf)[pos : pos + total_size - RECORD_CRC_TRAILER_BYTES])
-    buf[digits_pos : digits_pos + _RECORD_CRC_DIGITS] = b"%010d" % crc
+    end = pos + total_size
+    with memoryview(buf) as view:
+        crc = zlib.crc32(view[pos : end - RECORD_CRC_TRAILER_BYTES])
+    buf[end - 1 - _RECORD_CRC_DIGITS : end - 1] = str(crc).zfill(_RECORD_CRC_DIGITS).encode()
 
 
 def _check_crcs(
@@ -417,15 +419,25 @@ def patch_record(
     buf: bytearray, pos: int, *, queue_offset: int, physical_offset: int, store_timestamp_ms: int
 ) -> None:
     """Stamp the three fields the writer assigns into an encoded record, in place (the
-    leader's fast path: no re-encode), and refresh its record CRC trailer if it has one."""
+    leader's fast path: no re-encode), and refresh its record CRC trailer if it has one. The
+    record must be well-formed (``verify_record`` it first if it came from outside)."""
+    variant = (buf[pos + _SYS_FLAG_LOW_BYTE_POS] >> 4) & 3
     _I64.pack_into(buf, pos + _QUEUE_OFFSET_POS, queue_offset)
     _I64.pack_into(buf, pos + _PHYSICAL_OFFSET_POS, physical_offset)
-    variant = (buf[pos + _SYS_FLAG_LOW_BYTE_POS] >> 4) & 3
     _I64.pack_into(buf, pos + _STORE_TIMESTAMP_POS[variant], store_timestamp_ms)
-    layout = _layout(buf, pos)
-    total_size = layout[0][0]
-    if _has_record_crc(buf, layout[4], pos + total_size):
-        _write_record_crc(buf, pos, total_size)
+    total_size = _I32.unpack_from(buf, pos)[0]
+    end = pos + total_size
+    trailer_pos = end - RECORD_CRC_TRAILER_BYTES
+    if buf[trailer_pos : trailer_pos + len(_RECORD_CRC_PREFIX)] != _RECORD_CRC_PREFIX:
+        return
+    # Only a user property could end in a \x02 here; without one, the trailer must start the
+    # properties (found from the lengths, which only this rarer case pays for).
+    if buf[trailer_pos - 1] != 0x02:
+        body_pos = pos + _HEADERS[variant].size
+        topic_len_pos = body_pos + _I32.unpack_from(buf, body_pos - 4)[0]
+        if trailer_pos != topic_len_pos + 3 + buf[topic_len_pos]:
+            return
+    _write_record_crc(buf, pos, total_size)
 
 
 def read_store_timestamp_ms(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
