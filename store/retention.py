@@ -84,18 +84,20 @@ class Retention:
         now_ms = self._now_ms()
         retention_ms = self._config.retention_hours * _MS_PER_HOUR
         in_delete_hour = (now_ms // _MS_PER_HOUR) % _HOURS_PER_DAY == self._delete_hour_utc
+        # Decided once per run: a run that starts cleaning expired segments finishes them.
+        may_delete_expired = (
+            in_delete_hour or self.disk_usage_ratio() > self._config.disk_clean_watermark_ratio
+        )
         deleted = 0
         while deleted < self._max_segments_per_run:
             segments = self._commit_log.segments()
             if len(segments) <= 1:
                 break  # never the active segment
             oldest = segments[0]
-            usage = self.disk_usage_ratio()
             # A segment without records holds nothing to keep.
             last_modified_ms = oldest.last_modified_ms
             expired = last_modified_ms is None or now_ms - last_modified_ms >= retention_ms
-            may_delete_expired = in_delete_hour or usage > self._config.disk_clean_watermark_ratio
-            forced = usage > self._config.disk_force_clean_ratio
+            forced = self.disk_usage_ratio() > self._config.disk_force_clean_ratio
             if not (forced or (expired and may_delete_expired)):
                 break
             self._commit_log.delete_segment(oldest.start_offset)
