@@ -504,3 +504,47 @@ def test_envelope_magic_must_be_new() -> None:
         open_log(SimFileSystem(), envelopes=[Envelope(BLANK_MAGIC, 12, crc_envelope_ok)])
     with pytest.raises(ValueError):
         open_log(SimFileSystem(), envelopes=[TOY_ENVELOPE, TOY_ENVELOPE])
+
+
+class CountingHandle:
+    """Wraps a real handle; tells its file system when it closes."""
+
+    def __init__(self, fs: "CountingFileSystem", handle) -> None:
+        self._fs = fs
+        self._handle = handle
+        self.pwrite = handle.pwrite
+        self.pread = handle.pread
+        self.sync = handle.sync
+        self.truncate = handle.truncate
+        self.size = handle.size
+
+    def close(self) -> None:
+        self._fs.open_now -= 1
+        self._handle.close()
+
+
+class CountingFileSystem(OsFileSystem):
+    """The real disk, counting the handles open at once."""
+
+    def __init__(self) -> None:
+        self.open_now = 0
+        self.open_max = 0
+
+    def open(self, path: str, create: bool = True) -> CountingHandle:  # type: ignore[override]
+        handle = CountingHandle(self, super().open(path, create))
+        self.open_now += 1
+        self.open_max = max(self.open_max, self.open_now)
+        return handle
+
+
+def test_open_file_descriptors_stay_bounded_on_a_real_disk(tmp_path) -> None:
+    fs = CountingFileSystem()
+    log = open_log(fs, str(tmp_path / "commitlog"), max_open_segments=2)
+    positions = fill(log, 30)
+    log.flush()
+    for position in positions[::-1]:
+        assert log.read_record(position).physical_offset == position
+    assert len(os.listdir(tmp_path / "commitlog")) == 8
+    assert fs.open_max <= 2
+    log.close()
+    assert fs.open_now == 0
