@@ -273,8 +273,7 @@ class CommitLog:
                 return flushed
             try:
                 for segment in dirty:
-                    with self._files.use(segment) as handle:
-                        handle.sync()
+                    self._sync_segment(segment)
                 if dir_dirty:
                     self._fs.sync_dir(self._directory)
             except OSError as error:
@@ -286,6 +285,16 @@ class CommitLog:
                 if epoch == self._truncation_epoch and target > self._flushed_offset:
                     self._flushed_offset = target
                 return self._flushed_offset
+
+    def _sync_segment(self, segment: Segment) -> None:
+        try:
+            with self._files.use(segment) as handle:
+                handle.sync()
+        except InvalidOffsetError as error:
+            if not segment.dropped:
+                raise OSError(f"segment {segment.path} cannot be opened: {error}") from error
+            # Truncated away or deleted meanwhile: nothing of it is left to make durable, and
+            # a truncation also stops this flush from publishing.
 
     def truncate_after(self, physical_offset: int) -> None:
         """Drop every byte at and after ``physical_offset`` (an item boundary), durably; later
@@ -458,7 +467,10 @@ class CommitLog:
                 continue
             relative = position - chunk_start
             if relative + _ITEM_HEAD_BYTES > len(chunk):
-                chunk = self._read_chunk(position, min(_SCAN_CHUNK_BYTES, remaining))
+                # Bounded by ``end`` too: a dispatcher scanning a few new records must not pay
+                # for a megabyte read each time. An item running past it is re-read whole.
+                wanted = max(end - position, _ITEM_HEAD_BYTES)
+                chunk = self._read_chunk(position, min(_SCAN_CHUNK_BYTES, remaining, wanted))
                 chunk_start = position
                 relative = 0
                 if len(chunk) < _ITEM_HEAD_BYTES:

@@ -66,12 +66,20 @@ class _FlusherThread(abc.ABC):
                 self._condition.notify_all()
 
     def _flush(self) -> None:
+        """Flush; any failure is recorded (waiters see it) and raised as FlushFailedError."""
         try:
             self._commit_log.flush()
         except FlushFailedError as error:
-            with self._condition:
-                self._error = error
+            self._record(error)
             raise
+        except Exception as error:
+            failure = FlushFailedError(f"flush failed: {error!r}")
+            self._record(failure)
+            raise failure from error
+
+    def _record(self, error: FlushFailedError) -> None:
+        with self._condition:
+            self._error = error
 
     @abc.abstractmethod
     def _run(self) -> None:

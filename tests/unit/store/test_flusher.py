@@ -13,8 +13,8 @@ from tests.support.sim_filesystem import SimFileHandle, SimFileSystem
 
 
 class GatedFileSystem(SimFileSystem):
-    """Counts segment fsyncs; while ``gate`` is closed, an fsync blocks after announcing
-    itself on ``fsync_entered``."""
+    """Counts segment fsyncs; while ``gate`` is closed, the first fsync blocks after
+    announcing itself on ``fsync_entered``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -29,8 +29,9 @@ class GatedFileSystem(SimFileSystem):
 
         def gated_sync() -> None:
             self.fsync_calls += 1
-            self.fsync_entered.set()
-            assert self.gate.wait(10)
+            if self.fsync_calls == 1:
+                self.fsync_entered.set()
+                assert self.gate.wait(10)
             plain_sync()
 
         handle.sync = gated_sync  # type: ignore[method-assign]
@@ -210,3 +211,38 @@ def test_flush_publishes_the_offset_it_read_before_fsync_not_later_appends() -> 
     flushing.join(5)
     assert log.flushed_offset == first_end < later_end
     assert log.flush() == later_end
+
+
+def test_a_truncation_during_a_flush_neither_breaks_it_nor_lets_it_publish() -> None:
+    fs = GatedFileSystem()
+    log = CommitLog(fs, "/store/commitlog", segment_size_bytes=1024)
+    ends = [append_one(log) for _ in range(12)]  # three segments
+    fs.gate.clear()
+    outcome: list[object] = []
+
+    def flush() -> None:
+        try:
+            outcome.append(log.flush())
+        except Exception as error:
+            outcome.append(error)
+
+    flushing = threading.Thread(target=flush)
+    flushing.start()
+    assert fs.fsync_entered.wait(5)  # blocked in segment 0's fsync
+    log.truncate_after(ends[1])  # drops the two later segments under the flush
+    fs.gate.set()
+    flushing.join(5)
+    assert outcome == [0]  # the flush saw a truncation: it published nothing
+    assert log.flush() == ends[1] == log.max_offset
+
+
+def test_an_unexpected_flush_error_still_reaches_waiters() -> None:
+    log = open_log(SimFileSystem())
+    flusher = GroupCommitFlusher(log)
+    flusher.start()
+    end = append_one(log)
+    log.close()  # a bug: closed under a running flusher
+    with pytest.raises(FlushFailedError, match="closed"):
+        flusher.wait_flushed(end, timeout_s=5)
+    with pytest.raises(FlushFailedError):
+        flusher.stop()
