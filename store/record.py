@@ -31,8 +31,8 @@ unchanged and a plain record (such as the one in ``vectors.json``) is still a va
   ``require_record_crc=True`` also refuses a record without one; the CommitLog reads with it
   on by default, so a record it returns has every byte checked: any single-byte change is a
   structure error or a CRC mismatch (CRC32 detects every error burst up to 32 bits).
-- ``read_dispatch_info`` is the dispatcher's fast path and checks nothing: it only reads
-  records the CommitLog has already verified (written by this node, or recovered).
+- ``read_dispatch_info`` is the dispatcher's fast path and checks structure only (no CRC):
+  it reads records the CommitLog already verified (written by this node, or recovered).
 """
 
 from __future__ import annotations
@@ -448,8 +448,8 @@ def read_store_timestamp_ms(buf: bytes | bytearray | memoryview, pos: int = 0) -
 
 
 def read_dispatch_info(buf: bytes | bytearray | memoryview, pos: int = 0) -> DispatchInfo:
-    """The dispatcher's view of the record at ``pos``: no body copy, no CRC (the CommitLog
-    verified the bytes when they were written or recovered)."""
+    """The dispatcher's view of the record at ``pos``: structure checked, no body copy, no CRC
+    (the CommitLog verified the bytes when they were written or recovered)."""
     fields, _, topic_pos, topic_len, properties_pos, properties_len = _layout(buf, pos)
     tags = keys = uniq_key = ""
     if properties_len:
