@@ -1,16 +1,19 @@
-"""Shared test helpers: record factories, a Hypothesis strategy for records, the spec vectors
-and the simulated file system (sim_filesystem.py)."""
+"""Shared test helpers: record factories, a Hypothesis strategy for records, the spec vectors,
+a toy CRC envelope with a block builder, and the simulated file system (sim_filesystem.py)."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import struct
+import zlib
 from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
 
-from raftlog.store.record import MessageRecord
+from raftlog.store.commit_log import Envelope
+from raftlog.store.record import MessageRecord, patch_record
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VECTORS_PATH = REPO_ROOT.parent / "shared" / "spec" / "vectors.json"
@@ -85,3 +88,49 @@ def records(draw: st.DrawFn) -> MessageRecord:
             )
         ),
     )
+
+
+# A toy envelope for tests: total_size(4) | magic(4) | crc32 of the payload(4) | records.
+CRC_ENVELOPE_MAGIC = 0x5AFE0001
+CRC_ENVELOPE_HEADER = struct.Struct(">iII")
+
+
+def crc_envelope_ok(item: memoryview) -> bool:
+    crc: int = CRC_ENVELOPE_HEADER.unpack_from(item, 0)[2]
+    return zlib.crc32(item[CRC_ENVELOPE_HEADER.size :]) == crc
+
+
+CRC_ENVELOPE = Envelope(CRC_ENVELOPE_MAGIC, CRC_ENVELOPE_HEADER.size, crc_envelope_ok)
+
+
+def stamp_block(
+    start: int,
+    records: list[bytearray],
+    *,
+    in_envelope: bool = False,
+    first_queue_offset: int = 0,
+    store_timestamp_ms: int = 1000,
+) -> tuple[bytes, list[int]]:
+    """The block to append at ``start``: the records stamped with their real physical
+    offsets (and consecutive queue offsets), optionally wrapped in a CRC_ENVELOPE; returns
+    the block and each record's physical offset."""
+    header_bytes = CRC_ENVELOPE_HEADER.size if in_envelope else 0
+    payload = bytearray()
+    positions: list[int] = []
+    for index, record in enumerate(records):
+        position = start + header_bytes + len(payload)
+        patch_record(
+            record,
+            0,
+            queue_offset=first_queue_offset + index,
+            physical_offset=position,
+            store_timestamp_ms=store_timestamp_ms,
+        )
+        payload += record
+        positions.append(position)
+    if not in_envelope:
+        return bytes(payload), positions
+    header = CRC_ENVELOPE_HEADER.pack(
+        header_bytes + len(payload), CRC_ENVELOPE_MAGIC, zlib.crc32(payload)
+    )
+    return header + payload, positions

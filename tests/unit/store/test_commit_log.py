@@ -11,7 +11,14 @@ from raftlog.store.commit_log import CommitLog, Envelope
 from raftlog.store.errors import CorruptRecordError, FlushFailedError, InvalidOffsetError
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.record import BLANK_MAGIC, decode_record, encode_record, patch_record
-from tests.support import make_record
+from tests.support import (
+    CRC_ENVELOPE,
+    CRC_ENVELOPE_HEADER,
+    CRC_ENVELOPE_MAGIC,
+    crc_envelope_ok,
+    make_record,
+    stamp_block,
+)
 from tests.support.sim_filesystem import SimFileSystem
 
 DIRECTORY = "/store/commitlog"
@@ -31,12 +38,10 @@ def encoded(body_bytes: int = 100, queue_offset: int = 0, **overrides) -> bytear
 
 def append_record(log: CommitLog, body_bytes: int = 100, queue_offset: int = 0) -> int:
     """Append one record stamped with its real position; returns that position."""
-    record = encoded(body_bytes, queue_offset)
+    record = encoded(body_bytes)
     position = log.position_for(len(record))
-    patch_record(
-        record, 0, queue_offset=queue_offset, physical_offset=position, store_timestamp_ms=1000
-    )
-    assert log.append(record) == position
+    block, _ = stamp_block(position, [record], first_queue_offset=queue_offset)
+    assert log.append(block) == position
     return position
 
 
@@ -423,47 +428,24 @@ def test_only_the_oldest_non_active_segment_can_be_deleted() -> None:
 
 # ------------------------------------------------------------------ envelopes
 
-ENVELOPE_MAGIC = 0x5AFE0001
-_ENVELOPE_HEADER = struct.Struct(">iII")  # total_size, magic, crc32 of the payload
-
-
-def crc_envelope_ok(item: memoryview) -> bool:
-    _, _, crc = _ENVELOPE_HEADER.unpack_from(item, 0)
-    return zlib.crc32(item[_ENVELOPE_HEADER.size :]) == crc
-
-
-TOY_ENVELOPE = Envelope(ENVELOPE_MAGIC, _ENVELOPE_HEADER.size, crc_envelope_ok)
-
 
 def append_envelope(log: CommitLog, queue_offsets: Sequence[int], body_bytes: int = 60) -> int:
     """An envelope of records, each stamped with its real position inside it."""
     records = [encoded(body_bytes) for _ in queue_offsets]
-    total = _ENVELOPE_HEADER.size + sum(len(r) for r in records)
-    start = log.position_for(total)
-    payload = bytearray()
-    for queue_offset, record in zip(queue_offsets, records, strict=True):
-        physical_offset = start + _ENVELOPE_HEADER.size + len(payload)
-        patch_record(
-            record,
-            0,
-            queue_offset=queue_offset,
-            physical_offset=physical_offset,
-            store_timestamp_ms=7,
-        )
-        payload += record
-    header = _ENVELOPE_HEADER.pack(total, ENVELOPE_MAGIC, zlib.crc32(payload))
-    assert log.append(header + payload) == start
+    start = log.position_for(CRC_ENVELOPE_HEADER.size + sum(len(r) for r in records))
+    block, _ = stamp_block(start, records, in_envelope=True, first_queue_offset=queue_offsets[0])
+    assert log.append(block) == start
     return start
 
 
 def test_scan_steps_into_envelopes_and_reads_nested_records() -> None:
-    log = open_log(SimFileSystem(), envelopes=[TOY_ENVELOPE])
+    log = open_log(SimFileSystem(), envelopes=[CRC_ENVELOPE])
     first = append_envelope(log, [0, 1, 2])
     plain = append_record(log, queue_offset=3)
     second = append_envelope(log, [4, 5])  # rolls into segment 1
     scanned = [(p, decode_record(v).queue_offset) for p, v in log.scan(0, 1 << 30)]
     assert [q for _, q in scanned] == [0, 1, 2, 3, 4, 5]
-    assert scanned[0][0] == first + _ENVELOPE_HEADER.size
+    assert scanned[0][0] == first + CRC_ENVELOPE_HEADER.size
     assert scanned[3][0] == plain
     assert second == SEGMENT_BYTES
     for position, queue_offset in scanned:
@@ -477,22 +459,22 @@ def test_scan_steps_into_envelopes_and_reads_nested_records() -> None:
 
 def test_recover_truncates_an_envelope_that_fails_verification() -> None:
     fs = SimFileSystem()
-    log = open_log(fs, envelopes=[TOY_ENVELOPE])
+    log = open_log(fs, envelopes=[CRC_ENVELOPE])
     append_envelope(log, [0, 1])
     second = append_envelope(log, [2, 3])
     log.flush()
     # A byte inside the second envelope's payload: its CRC (and the record's) catch it.
-    fs.corrupt(segment_path(0), second + _ENVELOPE_HEADER.size + 30, b"\x99")
-    recovered = reopen_and_recover(fs, envelopes=[TOY_ENVELOPE])
+    fs.corrupt(segment_path(0), second + CRC_ENVELOPE_HEADER.size + 30, b"\x99")
+    recovered = reopen_and_recover(fs, envelopes=[CRC_ENVELOPE])
     assert recovered.max_offset == second
     assert [decode_record(v).queue_offset for _, v in recovered.scan(0, 1 << 30)] == [0, 1]
 
 
 def test_an_envelope_with_trailing_bytes_that_are_not_a_record_is_refused() -> None:
-    log = open_log(SimFileSystem(), envelopes=[TOY_ENVELOPE])
+    log = open_log(SimFileSystem(), envelopes=[CRC_ENVELOPE])
     payload = bytes(encoded()) + b"\x00" * 10
-    header = _ENVELOPE_HEADER.pack(
-        _ENVELOPE_HEADER.size + len(payload), ENVELOPE_MAGIC, zlib.crc32(payload)
+    header = CRC_ENVELOPE_HEADER.pack(
+        CRC_ENVELOPE_HEADER.size + len(payload), CRC_ENVELOPE_MAGIC, zlib.crc32(payload)
     )
     log.append(header + payload)
     with pytest.raises(CorruptRecordError):
@@ -503,7 +485,7 @@ def test_envelope_magic_must_be_new() -> None:
     with pytest.raises(ValueError):
         open_log(SimFileSystem(), envelopes=[Envelope(BLANK_MAGIC, 12, crc_envelope_ok)])
     with pytest.raises(ValueError):
-        open_log(SimFileSystem(), envelopes=[TOY_ENVELOPE, TOY_ENVELOPE])
+        open_log(SimFileSystem(), envelopes=[CRC_ENVELOPE, CRC_ENVELOPE])
 
 
 class CountingHandle:

@@ -1,9 +1,11 @@
 """Power loss under group commit: whatever a crash does to unsynced bytes, recovery keeps every
-acknowledged record intact, exposes no partial record, and leaves the log appendable.
+acknowledged record intact, exposes no partial record, never brings back truncated data, and
+leaves the log appendable.
 
-Each seed drives a writer that appends blocks of records (sometimes waiting for the group
-commit to acknowledge them), cuts the power at a seeded point (dropping unsynced writes,
-tearing the last one, sometimes zero-filling it), recovers, checks, and does it all twice.
+Each seed drives a writer that appends blocks (plain records or CRC envelopes of records),
+sometimes waits for the group commit to acknowledge them, sometimes truncates its unacknowledged
+tail as Raft would, then cuts the power at a seeded point (dropping unsynced writes, tearing
+the last one, sometimes zero-filling it), recovers, checks, and does it all twice.
 """
 
 import contextlib
@@ -16,8 +18,8 @@ import pytest
 from raftlog.store.commit_log import CommitLog
 from raftlog.store.errors import InvalidOffsetError, StoreError
 from raftlog.store.flusher import GroupCommitFlusher
-from raftlog.store.record import encode_record, patch_record
-from tests.support import make_record
+from raftlog.store.record import encode_record
+from tests.support import CRC_ENVELOPE, CRC_ENVELOPE_HEADER, make_record, stamp_block
 from tests.support.sim_filesystem import SimFileSystem
 
 DIRECTORY = "/store/commitlog"
@@ -29,44 +31,66 @@ SEEDS = int(os.environ.get("POWER_LOSS_SEEDS", "60"))
 class Appended:
     physical_offset: int
     data: bytes
+    # Where the item holding this record starts if it is the item's first record (a place
+    # where truncation may cut), else None.
+    item_start: int | None
 
 
-def append_block(log: CommitLog, rng: random.Random, next_queue_offset: int) -> list[Appended]:
+def open_log(fs: SimFileSystem) -> CommitLog:
+    return CommitLog(
+        fs,
+        DIRECTORY,
+        segment_size_bytes=SEGMENT_BYTES,
+        max_open_segments=3,
+        envelopes=[CRC_ENVELOPE],
+    )
+
+
+def append_block(log: CommitLog, rng: random.Random, history: list[Appended]) -> None:
     records = [
         bytearray(encode_record(make_record(body=rng.randbytes(rng.randint(0, 300)))))
         for _ in range(rng.randint(1, 4))
     ]
-    start = log.position_for(sum(len(r) for r in records))
-    appended: list[Appended] = []
-    block = bytearray()
-    for index, record in enumerate(records):
-        position = start + len(block)
-        patch_record(
-            record,
-            0,
-            queue_offset=next_queue_offset + index,
-            physical_offset=position,
-            store_timestamp_ms=index,
-        )
-        block += record
-        appended.append(Appended(position, bytes(record)))
+    in_envelope = rng.random() < 0.5
+    header_bytes = CRC_ENVELOPE_HEADER.size if in_envelope else 0
+    start = log.position_for(header_bytes + sum(len(r) for r in records))
+    block, positions = stamp_block(
+        start, records, in_envelope=in_envelope, first_queue_offset=len(history)
+    )
     assert log.append(block) == start
-    return appended
+    for index, (position, record) in enumerate(zip(positions, records, strict=True)):
+        # Plain records are items of their own; an envelope is one item.
+        item_start = position if not in_envelope else (start if index == 0 else None)
+        history.append(Appended(position, bytes(record), item_start))
 
 
 def run_until_power_loss(
     fs: SimFileSystem, log: CommitLog, rng: random.Random, history: list[Appended]
 ) -> int:
-    """Append and sometimes wait; returns the end of the last acknowledged record."""
+    """Append, sometimes wait, sometimes truncate the unacknowledged tail; returns the end of
+    the last acknowledged record."""
     flusher = GroupCommitFlusher(log)
     flusher.start()
     acked_end = 0
     for _ in range(rng.randint(1, 40)):
-        history += append_block(log, rng, len(history))
-        if rng.random() < 0.4:
+        append_block(log, rng, history)
+        draw = rng.random()
+        if draw < 0.4:
             end = history[-1].physical_offset + len(history[-1].data)
             flusher.wait_flushed(end, timeout_s=10)
             acked_end = end
+        elif draw < 0.5:
+            cuts = [
+                index
+                for index, appended in enumerate(history)
+                if appended.item_start is not None and appended.item_start >= acked_end
+            ]
+            if cuts:
+                index = rng.choice(cuts)
+                cut_at = history[index].item_start
+                assert cut_at is not None
+                log.truncate_after(cut_at)
+                del history[index:]
     fs.power_loss(rng)
     # The crashed process's flusher may trip over the dead handles; that is the crash.
     with contextlib.suppress(StoreError):
@@ -102,17 +126,17 @@ def power_loss_cycles(seed: int) -> None:
     history: list[Appended] = []
     safe_offset = 0
     for _ in range(2):
-        log = CommitLog(fs, DIRECTORY, segment_size_bytes=SEGMENT_BYTES, max_open_segments=3)
+        log = open_log(fs)
         log.recover(safe_offset)
         history = check_recovered(log, history, 0)
         acked_end = run_until_power_loss(fs, log, rng, history)
         # Half the time recover from what a checkpoint would have said (a flushed boundary).
         safe_offset = rng.choice([0, acked_end])
-        recovered = CommitLog(fs, DIRECTORY, segment_size_bytes=SEGMENT_BYTES)
+        recovered = open_log(fs)
         recovered.recover(safe_offset)
         history = check_recovered(recovered, history, acked_end)
         # The recovered log is appendable at a record boundary.
-        history += append_block(recovered, rng, len(history))
+        append_block(recovered, rng, history)
         recovered.flush()
         history = check_recovered(recovered, history, recovered.max_offset)
         recovered.close()
