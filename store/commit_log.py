@@ -23,9 +23,10 @@ Rules this module keeps:
   ``close`` are called by one thread at a time (the store's writer). ``flush`` may run at the
   same time on another thread, and readers (``read``, ``read_record``, ``scan``,
   ``segments``) on any thread.
-- ``_lock`` guards the segment table and the offsets (``_max_offset``, ``_flushed_offset``,
-  ``_truncation_epoch``, ``_dir_dirty``). File I/O runs outside it, on pinned handles
-  (segment.py), so an fsync never blocks an append.
+- ``_lock`` guards the segment table (``_segments``, ``_by_start``, ``_timestamps``) and the
+  offsets (``_max_offset``, ``_flushed_offset``, ``_truncation_epoch``, ``_dir_dirty``);
+  ``_flush_lock`` lets one ``flush`` run at a time. File I/O runs outside both, on pinned
+  handles (segment.py), so an fsync never blocks an append.
 - A block never straddles segments; a write is published (``max_offset``) only after its
   bytes are written, so readers never see a half-written item.
 - ``flush`` reads ``max_offset`` *before* fsyncing and publishes it as ``flushed_offset`` only
