@@ -83,6 +83,8 @@ class Raft:
         self.lead_transferee: NodeId | None = None
         self.pending_conf_index = 0
         self.uncommitted_bytes = 0
+        self.broadcast_pending = False
+        self._broadcast_if_empty = False
 
         applied_index = max(config.applied_index, self.log.first_index() - 1)
         # Entries the application applied were committed, even if the commit index (which is
@@ -194,6 +196,8 @@ class Raft:
         self.pending_reads = []
         self.pending_conf_index = 0
         self.uncommitted_bytes = 0
+        self.broadcast_pending = False
+        self._broadcast_if_empty = False
 
     def _become_follower(self, term: int, leader: NodeId | None) -> None:
         self._reset(term)
@@ -635,10 +639,21 @@ class Raft:
         progress.become_snapshot(snapshot.index)
         return True
 
-    def _broadcast_append(self) -> None:
-        for node_id in self.members():
-            if node_id != self.id:
-                self._send_append(node_id)
+    def _broadcast_append(self, send_if_empty: bool = True) -> None:
+        """Send every follower what it lacks, at the next ``flush_broadcast()`` (RawNode.ready
+        calls it): many proposals or acks between two Readys then cost one APPEND per
+        follower, not one each. ``send_if_empty`` also sends an APPEND with no entries, which
+        carries a new commit index to followers that have everything."""
+        self.broadcast_pending = True
+        self._broadcast_if_empty = self._broadcast_if_empty or send_if_empty
+
+    def flush_broadcast(self) -> None:
+        if self.broadcast_pending and self.role == Role.LEADER:
+            for node_id in self.members():
+                if node_id != self.id:
+                    self._send_append(node_id, send_if_empty=self._broadcast_if_empty)
+        self.broadcast_pending = False
+        self._broadcast_if_empty = False
 
     def _broadcast_heartbeat(self, context: bytes) -> None:
         for node_id in self.members():
@@ -689,7 +704,7 @@ class Raft:
         index = self.log.last_index() + 1
         self.log.append([Entry(index, self.term, entry_type, data)])
         self.uncommitted_bytes += size_bytes
-        self._broadcast_append()
+        self._broadcast_append(send_if_empty=False)
         return index
 
     def propose_conf_change(self, change: ConfChange) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from raftlog.raft.raft_log import limit_size
+from raftlog.raft.raft_log import cut_index
 from raftlog.raft.types import (
     ConfState,
     Entry,
@@ -58,7 +58,8 @@ class MemoryStorage:
             raise LogCompactedError(low)
         if high > self.last_index() + 1:
             raise LogUnavailableError(high)
-        return limit_size(self._entries[low - offset : high - offset], max_bytes)
+        start, stop = low - offset, high - offset
+        return self._entries[start : cut_index(self._entries, start, stop, max_bytes)]
 
     def snapshot(self) -> SnapshotMeta:
         return self._snapshot

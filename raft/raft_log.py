@@ -26,14 +26,19 @@ from raftlog.raft.types import (
 from raftlog.raft.unstable import Unstable
 
 
-def limit_size(entries: list[Entry], max_bytes: int) -> list[Entry]:
-    """The longest prefix of ``entries`` whose data fits in ``max_bytes`` (at least one)."""
-    total_bytes = 0
-    for count, entry in enumerate(entries):
-        total_bytes += len(entry.data)
-        if count > 0 and total_bytes > max_bytes:
-            return entries[:count]
-    return entries
+def cut_index(
+    entries: Sequence[Entry], start: int, stop: int, max_bytes: int, used_bytes: int = 0
+) -> int:
+    """The end of the longest run ``entries[start:end]`` (end <= stop) whose data, added to
+    ``used_bytes`` already taken, fits in ``max_bytes``. When nothing was taken yet the run
+    holds at least one entry. Walks only as far as the cut, so a small batch out of a long
+    log costs what the batch costs."""
+    total_bytes = used_bytes
+    for position in range(start, stop):
+        total_bytes += len(entries[position].data)
+        if total_bytes > max_bytes and (position > start or used_bytes > 0):
+            return position
+    return stop
 
 
 class RaftLog:
@@ -109,15 +114,16 @@ class RaftLog:
         if low == high:
             return []
         offset = self.unstable.offset
-        result: list[Entry] = []
+        stored: list[Entry] = []
         if low < offset:
             stored = self.storage.entries(low, min(high, offset), max_bytes)
-            if len(stored) < min(high, offset) - low:
-                return stored  # the byte limit stopped storage early
-            result = stored
-        if high > offset:
-            result = result + self.unstable.slice(max(low, offset), high)
-        return limit_size(result, max_bytes)
+            if len(stored) < min(high, offset) - low or high <= offset:
+                return stored  # done, or the byte limit stopped storage early
+        start = max(low, offset) - offset
+        used_bytes = sum(len(entry.data) for entry in stored)
+        tail = self.unstable.entries
+        end = cut_index(tail, start, high - offset, max_bytes, used_bytes)
+        return stored + tail[start:end]
 
     def entries_from(self, low: int, max_bytes: int) -> list[Entry]:
         if low > self.last_index():

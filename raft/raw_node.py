@@ -128,6 +128,7 @@ class RawNode:
             or log.unstable.entries
             or log.unstable.snapshot is not None
             or raft.msgs
+            or raft.broadcast_pending
             or raft.read_states
             or log.has_next_committed_entries()
         )
@@ -136,6 +137,7 @@ class RawNode:
         assert not self._ready_outstanding, "ready() called again before advance()"
         raft = self._raft
         log = raft.log
+        raft.flush_broadcast()
         ready = Ready()
         soft_state = self._soft_state()
         if soft_state != self._previous_soft_state:

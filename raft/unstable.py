@@ -75,7 +75,3 @@ class Unstable:
         else:
             del self.entries[first_index - self.offset :]
             self.entries.extend(entries)
-
-    def slice(self, low: int, high: int) -> list[Entry]:
-        assert self.offset <= low <= high <= self.offset + len(self.entries)
-        return self.entries[low - self.offset : high - self.offset]

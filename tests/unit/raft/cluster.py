@@ -139,10 +139,12 @@ class Cluster:
             return False
         return all(keep(message) for keep in self.filters)
 
-    def pump(self, max_rounds: int = 1000) -> None:
-        """Flush and deliver until no message is left."""
+    def pump(self, max_rounds: int = 1000, on_round: Callable[[], None] | None = None) -> None:
+        """Flush and deliver until no message is left; ``on_round`` runs after each flush."""
         for _ in range(max_rounds):
             self.flush()
+            if on_round is not None:
+                on_round()
             if not self.queue:
                 return
             batch, self.queue = self.queue, []

@@ -144,6 +144,17 @@ def test_leader_never_overwrites_its_log():
     assert cluster.log("c") == after
 
 
+def test_proposals_between_two_readys_share_one_append_per_follower():
+    node, storage = new_node("a", pre_vote=False)
+    make_leader(node, storage)
+    node.step(message(T.APPEND_RESP, "b", "a", 1, log_index=1))
+    drain_all(node, storage)
+    for data in (b"1", b"2", b"3"):
+        node.propose(data)
+    appends = [m for m in of_type(drain_all(node, storage), T.APPEND) if m.target == "b"]
+    assert [[e.index for e in m.entries] for m in appends] == [[2, 3, 4]]
+
+
 def test_probe_sends_one_append_until_answered():
     node, storage = new_node("a", pre_vote=False)
     make_leader(node, storage)
@@ -162,9 +173,10 @@ def test_replicate_pipelines_up_to_the_inflight_window():
     make_leader(node, storage)
     node.step(message(T.APPEND_RESP, "b", "a", 1, log_index=1))
     drain_all(node, storage)
-    for data in (b"1", b"2", b"3", b"4"):
+    appends = []
+    for data in (b"1", b"2", b"3", b"4"):  # one Ready each: one APPEND each
         node.propose(data)
-    appends = [m for m in of_type(drain_all(node, storage), T.APPEND) if m.target == "b"]
+        appends += [m for m in of_type(drain_all(node, storage), T.APPEND) if m.target == "b"]
     assert [[e.index for e in m.entries] for m in appends] == [[2], [3]]
     assert node.status().progress["b"].inflight == 2
     # One ack frees one slot; the rest goes out in one batch.
@@ -178,6 +190,7 @@ def test_heartbeat_answer_frees_a_slot_of_a_full_window():
     make_leader(node, storage)
     node.step(message(T.APPEND_RESP, "b", "a", 1, log_index=1))
     node.propose(b"1")
+    drain_all(node, storage)
     node.propose(b"2")
     drain_all(node, storage)
     node.step(message(T.HEARTBEAT_RESP, "b", "a", 1))
