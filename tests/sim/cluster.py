@@ -57,6 +57,7 @@ class Cluster:
         self.checker = SafetyChecker(self.node_ids)
         self.workload = Workload()
         self.crash_after_vote_probability = 0.0
+        self.leader_crash_before_send_probability = 0.0
         conf_state = ConfState(voters=self.node_ids)
         self.drivers = {
             node_id: NodeDriver(node_id, SimDisk(conf_state)) for node_id in self.node_ids
@@ -205,6 +206,21 @@ class Cluster:
         if ready.committed_entries:
             last_index = ready.committed_entries[-1].index
             self.checker.observe_commit(node_id, node.term, last_index, log)
+
+    def crash_before_send(self, driver: NodeDriver, ready: Ready) -> bool:
+        node = driver.node
+        assert node is not None
+        # Only the interesting moments: a leader that just appended (a proposal, its election
+        # no-op) or just advanced its commit index, and has not told anyone yet.
+        if node.role != Role.LEADER or not ready.messages:
+            return False
+        if not ready.entries and (ready.hard_state is None or not ready.committed_entries):
+            return False
+        if self._crash_rng.random() >= self.leader_crash_before_send_probability:
+            return False
+        self.history.record(self.clock.now_tick, "crash-before-send", driver.node_id)
+        self._crash_soon.add(driver.node_id)
+        return True
 
     def send(self, driver: NodeDriver, message: Message) -> None:
         now_tick = self.clock.now_tick

@@ -32,6 +32,10 @@ class ContractViolation(Exception):
 class ReadyHooks(Protocol):
     def persisted(self, driver: NodeDriver, ready: Ready) -> None: ...
 
+    def crash_before_send(self, driver: NodeDriver, ready: Ready) -> bool:
+        """True: the node loses power between persisting this Ready and sending it."""
+        ...
+
     def send(self, driver: NodeDriver, message: Message) -> None: ...
 
     def applied(self, driver: NodeDriver, entry: Entry) -> None: ...
@@ -83,6 +87,8 @@ class NodeDriver:
             ready = node.ready()
             self._persist(ready)
             hooks.persisted(self, ready)
+            if hooks.crash_before_send(self, ready):
+                return
             for message in ready.messages:
                 if message.source != self.node_id:
                     raise ContractViolation(f"{self.node_id} sends as {message.source}: {message}")

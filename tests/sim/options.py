@@ -48,6 +48,9 @@ class SimOptions:
     """Chance per tick and node that the OS flushes unsynced writes on its own."""
     crash_after_vote_probability: float
     """Chance a node that just granted a vote crashes right after sending the grant."""
+    leader_crash_before_send_probability: float
+    """Chance a leader crashes between persisting a Ready that appends entries or advances its
+    commit index and sending that Ready's messages."""
     proposal_probability: float
     transfer_probability: float
     compaction_probability: float
@@ -91,6 +94,7 @@ def _default(rng: random.Random) -> SimOptions:
         torn_write_probability=0.5,
         background_sync_probability=rng.choice((0.0, 0.1)),
         crash_after_vote_probability=rng.choice((0.0, 0.0, 0.05)),
+        leader_crash_before_send_probability=rng.choice((0.0, 0.0, 0.02)),
         proposal_probability=rng.choice((0.2, 0.5, 1.0)),
         transfer_probability=rng.choice((0.0, 0.005)),
         compaction_probability=rng.choice((0.0, 0.01)),
@@ -98,37 +102,47 @@ def _default(rng: random.Random) -> SimOptions:
 
 
 def _figure8(rng: random.Random) -> SimOptions:
-    """Leaders that die with entries on some followers only, then come back: old-term entries
-    reach a majority under a later leader, one entry per APPEND, so counting can commit them
-    before the new term's entry is anywhere."""
+    """Raft paper Figure 8: leaders that die right after appending (their entry stays on them
+    alone) or right after advancing commit (before anyone hears of it), and come back while
+    others lead; one entry per APPEND, so an old-term entry can reach a majority under a
+    later leader before that leader's own no-op does. Long runs: it takes several rounds."""
     return replace(
         _default(rng),
         profile="figure8",
+        node_count=3,
+        safety_ticks=1000,
         max_append_bytes=1,
         max_inflight_appends=4,
         drop_probability=rng.choice((0.05, 0.15)),
         partition_probability=0.05,
         partition_heal_probability=0.1,
-        crash_probability=0.04,
+        crash_probability=0.02,
         crash_leader_share=0.8,
-        restart_probability=0.3,
-        proposal_probability=1.0,
+        restart_probability=0.1,
+        leader_crash_before_send_probability=0.25,
+        proposal_probability=0.5,
     )
 
 
 def _vote_crash(rng: random.Random) -> SimOptions:
-    """Voters that crash right after granting and come back at once, while elections split
-    (no pre-vote, late messages), so a forgotten vote can be granted twice in one term."""
+    """Many elections (leaders killed, short timeouts) that split often (no pre-vote, late
+    messages), with voters that crash right after granting and come back at once, so a
+    forgotten vote can be granted twice in one term."""
     return replace(
         _default(rng),
         profile="vote-crash",
+        node_count=3,
+        safety_ticks=600,
+        election_ticks=5,
+        heartbeat_ticks=1,
         pre_vote=False,
         check_quorum=rng.random() < 0.5,
-        delay_probability=0.3,
-        delay_ticks_max=rng.choice((3, 8)),
-        crash_probability=0.01,
-        crash_leader_share=0.8,
-        restart_probability=0.5,
+        drop_probability=0.0,
+        delay_probability=0.5,
+        delay_ticks_max=4,
+        crash_probability=0.05,
+        crash_leader_share=1.0,
+        restart_probability=0.7,
         crash_after_vote_probability=0.5,
     )
 
@@ -139,12 +153,14 @@ def _divergence(rng: random.Random) -> SimOptions:
     return replace(
         _default(rng),
         profile="divergence",
+        node_count=3,
         max_append_bytes=rng.choice((1, 16)),
         partition_probability=0.05,
         partition_heal_probability=0.1,
         crash_probability=0.02,
         crash_leader_share=0.8,
-        restart_probability=0.3,
+        restart_probability=0.1,
+        leader_crash_before_send_probability=0.25,
         proposal_probability=1.0,
     )
 

@@ -30,6 +30,7 @@ class FaultSchedule:
         faults.delay_probability = options.delay_probability
         faults.delay_ticks_max = options.delay_ticks_max
         cluster.crash_after_vote_probability = options.crash_after_vote_probability
+        cluster.leader_crash_before_send_probability = options.leader_crash_before_send_probability
 
     def before_tick(self, cluster: Cluster) -> None:
         options = self._options

@@ -110,6 +110,7 @@ def heal(cluster: Cluster) -> None:
     faults.duplicate_probability = 0.0
     faults.delay_probability = 0.0
     cluster.crash_after_vote_probability = 0.0
+    cluster.leader_crash_before_send_probability = 0.0
     cluster.heal()
     for node_id in cluster.down_nodes():
         cluster.restart(node_id)

@@ -10,10 +10,17 @@ from __future__ import annotations
 import pytest
 
 from .seeds import bugs_from_env, profile_from_env, seeds_from_env
-from .simulation import run_simulation
+from .simulation import SimulationFailure, run_simulation
 
 
 @pytest.mark.parametrize("seed", seeds_from_env())
 def test_seed_keeps_raft_safe_and_converges_after_healing(seed: int) -> None:
-    result = run_simulation(seed, profile_from_env(), bugs_from_env())
+    failure: SimulationFailure | None = None
+    try:
+        result = run_simulation(seed, profile_from_env(), bugs_from_env())
+    except SimulationFailure as caught:
+        failure = caught
+    if failure is not None:
+        # The replay line, options, cause and trace say it all; a Python traceback would not.
+        pytest.fail(str(failure), pytrace=False)
     assert result.committed_count >= 1, "a run that commits nothing proves nothing"
