@@ -57,7 +57,10 @@ def run(
                 if message.type == MessageType.SNAPSHOT:
                     cluster.nodes[message.source].report_snapshot(message.target, True)
             checker.check(cluster)
-        cluster.queue.clear()  # whatever is left is lost
+        for message in cluster.queue:  # whatever is left is lost
+            if message.type == MessageType.SNAPSHOT:
+                cluster.nodes[message.source].report_snapshot(message.target, False)
+        cluster.queue.clear()
 
     for _ in range(steps):
         action = rng.random()
@@ -101,26 +104,34 @@ def run(
         deliver_randomly()
         checker.check(cluster)
 
-    # Liveness: heal everything and the cluster commits again.
     cluster.heal()
-    for _ in range(200):
-        for node_id in sorted(cluster.nodes):
-            cluster.nodes[node_id].tick()
-        cluster.pump()
-        if cluster.leader_ids():
-            break
     checker.check(cluster)
     return cluster
 
 
+def commit_after_healing(cluster: Cluster, ticks_max: int) -> bool:
+    """Liveness: with every fault gone, a proposal commits on every voter in time."""
+    index = 0
+    for _ in range(ticks_max):
+        for node_id in sorted(cluster.nodes):
+            cluster.nodes[node_id].tick()
+        cluster.pump()
+        leaders = cluster.leader_ids()
+        if not leaders:
+            continue
+        leader = cluster.nodes[leaders[0]]
+        if index == 0:
+            with contextlib.suppress(ProposalDroppedError):
+                index = leader.propose(b"final")
+            continue
+        voters = leader.conf_state.voters
+        if all(cluster.nodes[n].commit_index >= index for n in voters):
+            return True
+    return False
+
+
 @pytest.mark.parametrize("seed", range(12))
-def test_random_cluster_keeps_safety(seed: int):
+def test_random_cluster_keeps_safety_and_recovers(seed: int):
     cluster = run(seed, steps=400, pre_vote=seed % 2 == 0, check_quorum=seed % 3 != 0)
-    (leader,) = cluster.leader_ids()
-    index = cluster.nodes[leader].propose(b"final")
-    cluster.pump()
-    for _ in range(20):
-        cluster.tick_all(1)
-    voters = cluster.nodes[leader].conf_state.voters
-    for node_id in voters:
-        assert cluster.nodes[node_id].commit_index >= index, (seed, node_id)
+    # Without pre-vote and check-quorum a stale node can keep disrupting for a while.
+    assert commit_after_healing(cluster, ticks_max=400), seed
