@@ -110,8 +110,9 @@ def run(
 
 
 def commit_after_healing(cluster: Cluster, ticks_max: int) -> bool:
-    """Liveness: with every fault gone, a proposal commits on every voter in time."""
-    index = 0
+    """Liveness: with every fault gone, a proposal commits on every voter in time (proposed
+    again to each new leader, since a deposed leader's proposal may be lost)."""
+    proposed_term, index = 0, 0
     for _ in range(ticks_max):
         for node_id in sorted(cluster.nodes):
             cluster.nodes[node_id].tick()
@@ -120,9 +121,10 @@ def commit_after_healing(cluster: Cluster, ticks_max: int) -> bool:
         if not leaders:
             continue
         leader = cluster.nodes[leaders[0]]
-        if index == 0:
+        if leader.term != proposed_term:
             with contextlib.suppress(ProposalDroppedError):
                 index = leader.propose(b"final")
+                proposed_term = leader.term
             continue
         voters = leader.conf_state.voters
         if all(cluster.nodes[n].commit_index >= index for n in voters):
