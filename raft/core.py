@@ -684,16 +684,21 @@ class Raft:
 
     # --- leader API ------------------------------------------------------------------------
 
-    def propose(self, data: bytes, entry_type: EntryType = EntryType.NORMAL) -> int:
+    def propose(self, data_items: Sequence[bytes], entry_type: EntryType) -> int:
+        """Append one entry per item, with consecutive indexes; returns the last one. All or
+        nothing: ProposalDroppedError appends none of them."""
+        assert data_items, "an empty proposal"
         if self.role != Role.LEADER:
             raise ProposalDroppedError(f"{self.id} is not the leader (leader: {self.leader})")
         if self.lead_transferee is not None:
             raise ProposalDroppedError(f"leadership transfer to {self.lead_transferee} under way")
-        size_bytes = len(data)
-        if size_bytes > self.config.max_entry_bytes:
+        largest_bytes = max(len(data) for data in data_items)
+        if largest_bytes > self.config.max_entry_bytes:
             raise ProposalDroppedError(
-                f"entry of {size_bytes} bytes exceeds max_entry_bytes={self.config.max_entry_bytes}"
+                f"entry of {largest_bytes} bytes exceeds "
+                f"max_entry_bytes={self.config.max_entry_bytes}"
             )
+        size_bytes = sum(len(data) for data in data_items)
         if (
             self.uncommitted_bytes > 0
             and self.uncommitted_bytes + size_bytes > self.config.max_uncommitted_bytes
@@ -701,11 +706,17 @@ class Raft:
             raise ProposalDroppedError(
                 f"{self.uncommitted_bytes} uncommitted bytes: max_uncommitted_bytes reached"
             )
-        index = self.log.last_index() + 1
-        self.log.append([Entry(index, self.term, entry_type, data)])
+        first_index = self.log.last_index() + 1
+        term = self.term
+        self.log.append(
+            [
+                Entry(index, term, entry_type, data)
+                for index, data in enumerate(data_items, start=first_index)
+            ]
+        )
         self.uncommitted_bytes += size_bytes
         self._broadcast_append(send_if_empty=False)
-        return index
+        return first_index + len(data_items) - 1
 
     def propose_conf_change(self, change: ConfChange) -> int:
         if self.role != Role.LEADER:
@@ -726,7 +737,7 @@ class Raft:
                 raise ProposalDroppedError(f"{node_id} is not a member")
             if self.voters == (node_id,):
                 raise ProposalDroppedError("cannot remove the last voter")
-        index = self.propose(change.encode(), EntryType.CONF_CHANGE)
+        index = self.propose([change.encode()], EntryType.CONF_CHANGE)
         self.pending_conf_index = index
         return index
 

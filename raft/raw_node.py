@@ -39,6 +39,7 @@ Limits (Config):
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from raftlog.raft.config import Config
 from raftlog.raft.core import Raft
@@ -79,7 +80,14 @@ class RawNode:
     def propose(self, data: bytes) -> int:
         """Append ``data`` as a new entry; returns its log index. Raises ProposalDroppedError
         (not leader, transfer in progress, a size limit)."""
-        return self._raft.propose(data, EntryType.NORMAL)
+        return self._raft.propose([data], EntryType.NORMAL)
+
+    def propose_batch(self, data_items: Sequence[bytes]) -> int:
+        """Append one entry per item (at least one), with consecutive indexes; returns the
+        last one. All or nothing: the limits apply to the batch as a whole (its largest item
+        against max_entry_bytes, its total against max_uncommitted_bytes). An addition to the
+        API: far cheaper per entry than one ``propose`` call each."""
+        return self._raft.propose(data_items, EntryType.NORMAL)
 
     def propose_conf_change(self, change: ConfChange) -> int:
         """Propose a membership change; ProposalDroppedError while another is pending, before

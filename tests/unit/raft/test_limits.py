@@ -59,3 +59,17 @@ def test_max_inflight_appends_bounds_unacknowledged_appends():
     cluster.heal()
     cluster.tick_all(3)
     assert len(cluster.data_applied("b")) == 10
+
+
+def test_propose_batch_appends_consecutive_entries_all_or_nothing():
+    cluster = Cluster(("a", "b", "c"), max_entry_bytes=4, max_uncommitted_bytes=10)
+    cluster.elect("a")
+    leader = cluster.nodes["a"]
+    assert leader.propose_batch([b"1", b"22", b"333"]) == 4
+    with pytest.raises(ProposalDroppedError, match="max_entry_bytes"):
+        leader.propose_batch([b"1", b"55555"])
+    with pytest.raises(ProposalDroppedError, match="max_uncommitted_bytes"):
+        leader.propose_batch([b"4444", b"4444"])
+    assert leader.status().last_index == 4
+    cluster.pump()
+    assert cluster.data_applied("c") == [b"1", b"22", b"333"]
