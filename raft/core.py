@@ -22,13 +22,13 @@ import random
 from collections.abc import Iterator, Sequence
 
 from raftlog.raft.config import Config
+from raftlog.raft.membership import apply_change, refusal
 from raftlog.raft.progress import Progress, ProgressState
 from raftlog.raft.quorum import VoteResult, committed_index, vote_result
 from raftlog.raft.raft_log import RaftLog
 from raftlog.raft.read_only import ReadOnly
 from raftlog.raft.types import (
     ConfChange,
-    ConfChangeType,
     ConfState,
     Entry,
     EntryType,
@@ -132,19 +132,8 @@ class Raft:
             change = ConfChange.decode(entry.data)
         except ValueError:
             return  # a malformed entry changes nothing, everywhere alike
-        voters = set(self.voters)
-        learners = set(self.learners)
-        if change.type == ConfChangeType.ADD_VOTER:
-            learners.discard(change.node_id)
-            voters.add(change.node_id)
-        elif change.type == ConfChangeType.ADD_LEARNER:
-            if change.node_id not in voters:
-                learners.add(change.node_id)
-        else:
-            voters.discard(change.node_id)
-            learners.discard(change.node_id)
-        self.voters = tuple(sorted(voters))
-        self.learners = tuple(sorted(learners))
+        conf_state = apply_change(self.conf_state(), change)
+        self.voters, self.learners = conf_state.voters, conf_state.learners
         if self.role == Role.LEADER:
             self._leader_apply_membership()
         elif self.role != Role.FOLLOWER and not self.promotable():
@@ -727,16 +716,9 @@ class Raft:
             # Single-server changes are safe only once the leader committed in its own term
             # (Ongaro, raft-dev 2015: the single-server membership change bug).
             raise ProposalDroppedError("leader has not yet committed an entry of its term")
-        node_id = change.node_id
-        if change.type == ConfChangeType.ADD_VOTER and node_id in self.voters:
-            raise ProposalDroppedError(f"{node_id} is already a voter")
-        if change.type == ConfChangeType.ADD_LEARNER and node_id in self.members():
-            raise ProposalDroppedError(f"{node_id} is already a member")
-        if change.type == ConfChangeType.REMOVE_NODE:
-            if node_id not in self.members():
-                raise ProposalDroppedError(f"{node_id} is not a member")
-            if self.voters == (node_id,):
-                raise ProposalDroppedError("cannot remove the last voter")
+        reason = refusal(self.conf_state(), change)
+        if reason is not None:
+            raise ProposalDroppedError(reason)
         index = self.propose([change.encode()], EntryType.CONF_CHANGE)
         self.pending_conf_index = index
         return index
