@@ -5,8 +5,9 @@ Inputs are tick(), step(message) and propose(data); the output is a Ready value.
 
 Modules: types (boundary values, the Ready contract), config (limits), raw_node (the public
 entry, membership and limits documented there), core (role logic), raft_log + unstable (the
-log view), progress (per-follower replication state), quorum (majority arithmetic), read_only
-(read-index), status (observation), memory_storage (an in-memory LogStorage).
+log view), progress (per-follower replication state), quorum (majority arithmetic), membership
+(single-server changes), read_only (read-index), status (observation), memory_storage
+(an in-memory LogStorage).
 """
 
 from raftlog.raft.config import Config
