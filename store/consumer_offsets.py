@@ -70,7 +70,7 @@ class ConsumerOffsets:
         for (group, topic, queue_id), queue_offset in self._offsets.items():
             nested.setdefault(group, {}).setdefault(topic, {})[str(queue_id)] = queue_offset
         document = {"version": _FORMAT_VERSION, "offsets": nested}
-        return json.dumps(document, sort_keys=True, indent=1).encode()
+        return json.dumps(document, sort_keys=True).encode()
 
     def _load(self) -> None:
         raw = read_file(self._fs, self._path)

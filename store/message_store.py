@@ -79,6 +79,7 @@ from raftlog.store.validation import validate_message, validate_topic
 DEFAULT_STORE_HOST = ("127.0.0.1", 10911)
 DEFAULT_MAX_OPEN_QUEUE_FILES = 256
 DEFAULT_SYNC_FLUSH_TIMEOUT_S = 5.0
+DEFAULT_HOUSEKEEPING_INTERVAL_MS = 1000
 COMMIT_LOG_DIR = "commitlog"
 # A tag-filtered read inspects at most this many units before returning what it found.
 _MAX_UNITS_SCANNED_PER_GET = 16384
@@ -151,6 +152,7 @@ class MessageStore:
         envelopes: Sequence[Envelope],
         max_open_queue_files: int,
         sync_flush_timeout_s: float,
+        housekeeping_interval_ms: int | None,
     ) -> None:
         self._config = config
         self._fs = fs
@@ -206,6 +208,10 @@ class MessageStore:
             else:
                 self._periodic_flusher = PeriodicFlusher(self._commit_log, config.flush_interval_ms)
                 self._periodic_flusher.start()
+            self._housekeeper: _Housekeeper | None = None
+            if housekeeping_interval_ms is not None:
+                self._housekeeper = _Housekeeper(self._housekeep, housekeeping_interval_ms)
+                self._housekeeper.start()
         except BaseException:
             self._store_lock.release()
             raise
@@ -222,9 +228,13 @@ class MessageStore:
         envelopes: Sequence[Envelope] = (),
         max_open_queue_files: int = DEFAULT_MAX_OPEN_QUEUE_FILES,
         sync_flush_timeout_s: float = DEFAULT_SYNC_FLUSH_TIMEOUT_S,
+        housekeeping_interval_ms: int | None = DEFAULT_HOUSEKEEPING_INTERVAL_MS,
     ) -> MessageStore:
         """Open (and recover) the store under ``config.root_dir``. ``dispatch_bound`` caps what
-        readers can see (the Raft commit point); ``now_ms`` is the store clock."""
+        readers can see (the Raft commit point); ``now_ms`` is the store clock. Every
+        ``housekeeping_interval_ms`` a background thread checkpoints (bounding the work a
+        recovery redoes) and runs retention; None turns it off (call ``checkpoint`` and
+        ``run_retention`` yourself)."""
         return cls(
             config,
             fs if fs is not None else OsFileSystem(),
@@ -234,6 +244,7 @@ class MessageStore:
             envelopes=envelopes,
             max_open_queue_files=max_open_queue_files,
             sync_flush_timeout_s=sync_flush_timeout_s,
+            housekeeping_interval_ms=housekeeping_interval_ms,
         )
 
     def __enter__(self) -> MessageStore:
@@ -273,6 +284,10 @@ class MessageStore:
 
     def create_topic(self, topic: str, queue_count: int) -> TopicConfig:
         return self._topics.create_topic(topic, queue_count)
+
+    def create_topics(self, topics: Sequence[tuple[str, int]]) -> list[TopicConfig]:
+        """Create (or grow) many ``(topic, queue_count)`` at once, with one durable write."""
+        return self._topics.create_topics(topics)
 
     def list_topics(self) -> list[TopicConfig]:
         return self._topics.list_topics()
@@ -634,6 +649,10 @@ class MessageStore:
         with self._write_lock, self._dispatch_lock:
             return self._retention.run()
 
+    def _housekeep(self) -> None:
+        self.checkpoint()
+        self.run_retention()
+
     def is_disk_full(self) -> bool:
         return self._retention.is_disk_full()
 
@@ -644,6 +663,8 @@ class MessageStore:
                 return
             self._closed = True
         try:
+            if self._housekeeper is not None:
+                self._housekeeper.stop()
             if self._group_flusher is not None:
                 self._group_flusher.stop()
             if self._periodic_flusher is not None:
@@ -655,6 +676,34 @@ class MessageStore:
             self._abort_marker.remove()
         finally:
             self._store_lock.release()
+
+
+class _Housekeeper:
+    """A daemon thread calling ``task`` every ``interval_ms`` until stopped. A failing task
+    stops it: the failure (a sticky flush error, say) also surfaces on the next write."""
+
+    def __init__(self, task: Callable[[], None], interval_ms: int) -> None:
+        assert interval_ms > 0
+        self._task = task
+        self._interval_s = interval_ms / 1000
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="store-housekeeper", daemon=True)
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._interval_s):
+            try:
+                self._task()
+            except Exception as error:  # kept for the owner: see the docstring
+                self.error = error
+                return
 
 
 def _message_properties(message: Message) -> tuple[tuple[str, str], ...]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from raftlog.store.atomic_file import read_file, write_atomically
@@ -45,33 +46,33 @@ class TopicTable:
     def create_topic(self, topic: str, queue_count: int) -> TopicConfig:
         """Create ``topic`` with ``queue_count`` queues, or grow an existing topic to that many.
         Idempotent for the same count."""
-        validate_topic(topic, self._limits)
-        if not 1 <= queue_count <= MAX_QUEUE_COUNT:
-            raise InvalidQueueIdError(
-                f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"
-            )
+        return self.create_topics([(topic, queue_count)])[0]
+
+    def create_topics(self, topics: Sequence[tuple[str, int]]) -> list[TopicConfig]:
+        """``create_topic`` for many ``(topic, queue_count)`` pairs with one durable write; all
+        are checked before any is applied."""
         with self._lock:
-            existing = self._topics.get(topic)
-            if existing is not None:
-                if queue_count == existing.queue_count:
-                    return existing
-                if queue_count < existing.queue_count:
+            updated = dict(self._topics)
+            configs = []
+            for topic, queue_count in topics:
+                validate_topic(topic, self._limits)
+                if not 1 <= queue_count <= MAX_QUEUE_COUNT:
+                    raise InvalidQueueIdError(
+                        f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"
+                    )
+                existing = updated.get(topic)
+                if existing is not None and queue_count < existing.queue_count:
                     raise InvalidQueueIdError(
                         f"topic {topic!r} has {existing.queue_count} queues; cannot shrink to "
                         f"{queue_count}"
                     )
-            config = TopicConfig(topic, queue_count)
-            self._topics[topic] = config
-            try:
-                self._persist()
-            except BaseException:
-                # The table must not claim what the disk does not hold.
-                if existing is None:
-                    del self._topics[topic]
-                else:
-                    self._topics[topic] = existing
-                raise
-            return config
+                updated[topic] = TopicConfig(topic, queue_count)
+                configs.append(updated[topic])
+            if updated != self._topics:
+                # Written before it is applied: the table never claims what the disk lacks.
+                self._persist(updated)
+                self._topics = updated
+            return configs
 
     def get(self, topic: str) -> TopicConfig | None:
         return self._topics.get(topic)
@@ -86,14 +87,12 @@ class TopicTable:
         with self._lock:
             return sorted(self._topics.values(), key=lambda config: config.name)
 
-    def _persist(self) -> None:
+    def _persist(self, topics: dict[str, TopicConfig]) -> None:
         document = {
             "version": _FORMAT_VERSION,
-            "topics": {name: {"queue_count": c.queue_count} for name, c in self._topics.items()},
+            "topics": {name: {"queue_count": c.queue_count} for name, c in topics.items()},
         }
-        write_atomically(
-            self._fs, self._path, json.dumps(document, sort_keys=True, indent=1).encode()
-        )
+        write_atomically(self._fs, self._path, json.dumps(document, sort_keys=True).encode())
 
     def _load(self) -> None:
         raw = read_file(self._fs, self._path)

@@ -40,7 +40,8 @@ def expected_body(key: str, body_len: int) -> bytes:
 def main() -> None:
     root_dir, run_id, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
     rng = random.Random(seed)
-    store = MessageStore.open(crash_config(root_dir))
+    # Frequent checkpoints, so kills land before, during and after them.
+    store = MessageStore.open(crash_config(root_dir), housekeeping_interval_ms=50)
     for topic in TOPICS:
         store.create_topic(topic, QUEUE_COUNT)
     print("READY", flush=True)

@@ -46,9 +46,12 @@ def small_config(root, **overrides) -> StoreConfig:
     return StoreConfig(**fields)
 
 
-def open_store(root, fs=None, clock=None, **overrides) -> MessageStore:
+def open_store(root, fs=None, clock=None, housekeeping_interval_ms=None, **overrides):
     return MessageStore.open(
-        small_config(root, **overrides), fs or SimFileSystem(), now_ms=clock or Clock()
+        small_config(root, **overrides),
+        fs or SimFileSystem(),
+        now_ms=clock or Clock(),
+        housekeeping_interval_ms=housekeeping_interval_ms,
     )
 
 
@@ -259,6 +262,7 @@ def test_dispatch_bound_hides_uncommitted_messages(tmp_path) -> None:
         SimFileSystem(),
         now_ms=Clock(),
         dispatch_bound=lambda: commit_physical_offset,
+        housekeeping_interval_ms=None,
     )
     store.create_topic("t", 1)
     results = store.put_messages([Message("t", 0, b"%d" % i, keys=("k",)) for i in range(5)])
@@ -312,4 +316,25 @@ def test_writes_refused_above_full_watermark_and_resume_after_space_is_freed(tmp
     assert max_offset(store) == before
     fs.usage_ratio = 0.5
     assert store.put_message(Message("t", 0, b"y")).queue_offset == 1
+    store.close()
+
+
+def test_housekeeping_checkpoints_in_the_background(tmp_path) -> None:
+    import time
+
+    from raftlog.store.checkpoint import load_checkpoint
+
+    fs = SimFileSystem()
+    store = open_store(tmp_path, fs, housekeeping_interval_ms=10)
+    store.create_topic("t", 1)
+    store.put_messages([Message("t", 0, b"x") for _ in range(10)])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        checkpoint = load_checkpoint(fs, str(tmp_path))
+        if checkpoint and checkpoint.dispatched_physical_offset == store.commit_log.max_offset:
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("no checkpoint was written")
+    assert checkpoint.flushed_physical_offset == store.commit_log.max_offset
     store.close()

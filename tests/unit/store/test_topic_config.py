@@ -40,3 +40,13 @@ def test_queue_count_bounds_and_no_shrink(tmp_path) -> None:
     with pytest.raises(InvalidQueueIdError):
         table.create_topic("t", 2)
     assert table.describe("t").queue_count == 4
+
+
+def test_create_topics_is_all_or_nothing(tmp_path) -> None:
+    fs = OsFileSystem()
+    table = TopicTable(fs, str(tmp_path), Limits())
+    with pytest.raises(InvalidTopicError):
+        table.create_topics([("a", 1), ("bad name", 1)])
+    assert table.list_topics() == []
+    assert table.create_topics([("a", 1), ("b", 2)]) == [TopicConfig("a", 1), TopicConfig("b", 2)]
+    assert [c.name for c in TopicTable(fs, str(tmp_path), Limits()).list_topics()] == ["a", "b"]
