@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 
 from raftlog.raft import MemoryStorage, ProgressState
+from raftlog.raft.membership import apply_change, refusal
 from raftlog.raft.progress import Inflights, Progress
 from raftlog.raft.quorum import VoteResult, committed_index, vote_result
 from raftlog.raft.types import (
+    ConfChange,
+    ConfChangeType,
     ConfState,
     Entry,
     LogCompactedError,
@@ -97,3 +100,14 @@ def test_progress_probe_and_replicate():
     progress.sent_entries(9)
     assert (progress.next_index, progress.inflights.count()) == (10, 2)
     assert not progress.maybe_update(5)
+
+
+def test_membership_changes_apply_deterministically():
+    start = ConfState(voters=("a", "b", "c"), learners=("d",))
+    promoted = apply_change(start, ConfChange(ConfChangeType.ADD_VOTER, "d"))
+    assert promoted == ConfState(voters=("a", "b", "c", "d"))
+    removed = apply_change(promoted, ConfChange(ConfChangeType.REMOVE_NODE, "a"))
+    assert removed == ConfState(voters=("b", "c", "d"))
+    assert apply_change(removed, ConfChange(ConfChangeType.ADD_LEARNER, "b")) == removed
+    assert refusal(start, ConfChange(ConfChangeType.ADD_VOTER, "d")) is None
+    assert refusal(start, ConfChange(ConfChangeType.ADD_LEARNER, "d")) is not None
