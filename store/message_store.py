@@ -501,7 +501,10 @@ class MessageStore:
             if not units:
                 break
             for unit in units:
-                if wanted_hash is not None and unit.tag_hash != wanted_hash:
+                if (
+                    wanted_hash is not None and unit.tag_hash != wanted_hash
+                ) or unit.physical_offset < self._commit_log.min_offset:
+                    # Another tag, or a record retention deleted since the read began.
                     next_queue_offset += 1
                     continue
                 if messages and size_bytes + unit.size_bytes > max_bytes:
