@@ -304,6 +304,11 @@ class IndexService:
         entry_count: int,
         now_ms: Callable[[], int],
     ) -> None:
+        if slot_count < 1 or entry_count < 2:
+            raise ValueError(
+                f"an index file needs >= 1 slot and >= 2 entries (entry 0 is reserved), got "
+                f"{slot_count} slots and {entry_count} entries"
+            )
         self._fs = fs
         self._handles = handles
         self._directory = os.path.join(root_dir, INDEX_DIR)

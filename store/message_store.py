@@ -199,7 +199,7 @@ class MessageStore:
                 fs, config, self._commit_log, self._all_consume_queues, self._index, now_ms
             )
             self.dispatch()
-            self._restore_next_queue_offsets()
+            self.reload_next_queue_offsets()
             self._group_flusher: GroupCommitFlusher | None = None
             self._periodic_flusher: PeriodicFlusher | None = None
             if config.flush_mode is FlushMode.SYNC_FLUSH:
@@ -270,9 +270,11 @@ class MessageStore:
             self._index.recover(dispatched)
         return dispatched
 
-    def _restore_next_queue_offsets(self) -> None:
+    def reload_next_queue_offsets(self) -> None:
         """Forget assigned queue offsets and re-learn those the undispatched tail holds (the
-        rest come from the ConsumeQueues on first use)."""
+        rest come from the ConsumeQueues on first use). Call it after records reached the
+        CommitLog other than through ``put_messages`` (a Raft follower that becomes leader
+        wrote its leader's bytes), before the next ``put_messages``."""
         self._next_queue_offsets.clear()
         for _, view in self._commit_log.scan(
             self._dispatcher.dispatched_physical_offset, self._commit_log.max_offset
@@ -439,7 +441,7 @@ class MessageStore:
                     queue.truncate_from_physical_offset(physical_offset)
                 self._index.truncate_from(physical_offset)
                 self._dispatcher.reset(physical_offset)
-            self._restore_next_queue_offsets()
+            self.reload_next_queue_offsets()
             if self._group_flusher is not None:
                 # The flusher remembers the highest offset ever requested, which now lies past
                 # the end: a fresh one serves the writes that refill the truncated range.

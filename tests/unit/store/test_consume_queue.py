@@ -127,3 +127,18 @@ def test_read_of_deleted_file_returns_nothing(tmp_path) -> None:
     path = str(tmp_path / "gone")
     assert handles.pread(path, 20, 0) == b""
     assert not fs.exists(path)
+
+
+def test_truncate_finds_intact_prefix_after_torn_and_missing_files(tmp_path) -> None:
+    queue = make_queue(tmp_path)  # 4 units per file
+    queue.append_units(0, units_for(range(0, 1200, 100)))  # files at units 0, 4, 8
+    directory = tmp_path / "consumequeue" / "orders" / "1"
+    # A crash kept file 4 only partly: unit 5 and later read as zeros; file 8 survived whole.
+    with open(directory / f"{80:020d}", "r+b") as f:
+        f.seek(20)
+        f.write(b"\0" * 60)
+    reloaded = make_queue(tmp_path)
+    reloaded.truncate_from_physical_offset(1000)  # the checkpoint's dispatched offset
+    assert reloaded.max_queue_offset == 5
+    assert [u.physical_offset for u in reloaded.read(0, 100)] == [0, 100, 200, 300, 400]
+    assert sorted(os.listdir(directory)) == [f"{0:020d}", f"{80:020d}"]

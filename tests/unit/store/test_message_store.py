@@ -345,3 +345,35 @@ def test_housekeeping_checkpoints_in_the_background(tmp_path) -> None:
         raise AssertionError("no checkpoint was written")
     assert checkpoint.flushed_physical_offset == store.commit_log.max_offset
     store.close()
+
+
+def test_reload_next_queue_offsets_after_raw_commit_log_writes(store) -> None:
+    from raftlog.store.record import MessageRecord, encode_record
+
+    store.put_messages([Message("orders", 2, b"a"), Message("orders", 2, b"b")])
+    # A follower writes its leader's bytes straight into the CommitLog.
+    position = store.commit_log.max_offset
+    record = MessageRecord(
+        topic="orders",
+        queue_id=2,
+        flag=0,
+        queue_offset=2,
+        physical_offset=position,
+        sys_flag=0,
+        born_timestamp_ms=T0,
+        born_host=("127.0.0.1", 1),
+        store_timestamp_ms=T0,
+        store_host=("127.0.0.1", 10911),
+        reconsume_times=0,
+        prepared_transaction_offset=0,
+        body=b"from the leader",
+    )
+    assert store.commit_log.append(encode_record(record)) == position
+    store.reload_next_queue_offsets()
+    assert store.put_message(Message("orders", 2, b"c")).queue_offset == 3
+    assert [m.body for m in store.get_messages("orders", 2, 0, 10)] == [
+        b"a",
+        b"b",
+        b"from the leader",
+        b"c",
+    ]
