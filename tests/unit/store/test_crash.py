@@ -35,11 +35,20 @@ class Ack:
     body_len: int
 
 
-def run_and_kill(
-    root: str, run_id: str, seed: int, kill_after_acks: int | None, kill_after_s: float | None
-) -> list[Ack]:
-    """Start a writer, SIGKILL it after ``kill_after_acks`` acks or ``kill_after_s`` seconds
-    of writing; return every ack it printed (lines read after the kill count too)."""
+@dataclass(frozen=True)
+class KillPoint:
+    """When to SIGKILL a writer: after ``after_acks`` acknowledgements, or ``after_s`` seconds
+    after it is ready to write, or (``during_open``) ``after_s`` seconds after it was started,
+    which may land while it recovers the previous crash."""
+
+    after_acks: int | None = None
+    after_s: float | None = None
+    during_open: bool = False
+
+
+def run_and_kill(root: str, run_id: str, seed: int, kill: KillPoint) -> list[Ack]:
+    """Start a writer and SIGKILL it at ``kill``; return every ack it printed (lines read
+    after the kill count too: the child finished those writes)."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     child = subprocess.Popen(
         [sys.executable, str(WRITER), root, run_id, str(seed)],
@@ -50,10 +59,15 @@ def run_and_kill(
     assert child.stdout is not None
     acks: list[Ack] = []
     timer = None
+    if kill.after_s is not None and kill.during_open:
+        timer = threading.Timer(kill.after_s, child.send_signal, (signal.SIGKILL,))
+        timer.start()
     try:
-        assert child.stdout.readline().strip() == "READY"
-        if kill_after_s is not None:
-            timer = threading.Timer(kill_after_s, child.send_signal, (signal.SIGKILL,))
+        if child.stdout.readline().strip() != "READY":
+            assert kill.during_open, "the writer died before it was ready"
+            return acks
+        if kill.after_s is not None and not kill.during_open:
+            timer = threading.Timer(kill.after_s, child.send_signal, (signal.SIGKILL,))
             timer.start()
         for line in child.stdout:
             if not line.endswith("\n"):
@@ -70,7 +84,7 @@ def run_and_kill(
                     int(body_len),
                 )
             )
-            if kill_after_acks is not None and len(acks) == kill_after_acks:
+            if kill.after_acks is not None and len(acks) == kill.after_acks:
                 child.send_signal(signal.SIGKILL)
     finally:
         if timer is not None:
@@ -111,14 +125,12 @@ def check_store(store: MessageStore, acks: list[Ack]) -> None:
     assert store.dispatched_physical_offset == log.max_offset
 
 
-def crash_rounds(tmp_path, seed: int, kill_points) -> None:
+def crash_rounds(tmp_path, seed: int, kill_points: list[KillPoint]) -> None:
     root = str(tmp_path / "store")
     rng = random.Random(seed)
     acks: list[Ack] = []
-    for round_number, (kill_after_acks, kill_after_s) in enumerate(kill_points):
-        acks += run_and_kill(
-            root, f"r{round_number}", rng.randrange(2**32), kill_after_acks, kill_after_s
-        )
+    for round_number, kill in enumerate(kill_points):
+        acks += run_and_kill(root, f"r{round_number}", rng.randrange(2**32), kill)
     assert acks, "the writers acknowledged nothing"
     store = MessageStore.open(crash_config(root))
     try:
@@ -138,11 +150,12 @@ def crash_rounds(tmp_path, seed: int, kill_points) -> None:
 def test_acknowledged_writes_survive_sigkill_at_several_points(tmp_path) -> None:
     rng = random.Random(20261122)
     kill_points = [
-        (1, None),
-        (17, None),
-        (None, rng.uniform(0.05, 0.3)),
-        (60, None),
-        (None, rng.uniform(0.05, 0.3)),
+        KillPoint(after_acks=1),
+        KillPoint(after_acks=17),
+        KillPoint(after_s=rng.uniform(0.05, 0.3)),
+        KillPoint(after_acks=60),
+        KillPoint(after_s=rng.uniform(0.1, 0.5), during_open=True),
+        KillPoint(after_s=rng.uniform(0.05, 0.3)),
     ]
     crash_rounds(tmp_path, 1, kill_points)
 
@@ -150,7 +163,10 @@ def test_acknowledged_writes_survive_sigkill_at_several_points(tmp_path) -> None
 @pytest.mark.slow
 def test_acknowledged_writes_survive_many_sigkills(tmp_path) -> None:
     rng = random.Random(7)
-    kill_points = [
-        (rng.randint(1, 400), None) if i % 2 else (None, rng.uniform(0.02, 1.5)) for i in range(30)
-    ]
+    kinds = (
+        lambda: KillPoint(after_acks=rng.randint(1, 400)),
+        lambda: KillPoint(after_s=rng.uniform(0.02, 1.5)),
+        lambda: KillPoint(after_s=rng.uniform(0.05, 0.6), during_open=True),
+    )
+    kill_points = [kinds[i % 3]() for i in range(24)]
     crash_rounds(tmp_path, 2, kill_points)
