@@ -27,6 +27,7 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from raftlog.store.filesystem import FileHandle, FileSystem
@@ -61,13 +62,22 @@ def file_name(start_byte: int) -> str:
     return f"{start_byte:0{_FILE_NAME_DIGITS}d}"
 
 
+@dataclass(frozen=True, slots=True)
+class DirtyFiles:
+    """Files with writes not yet known durable, and directories whose entries changed."""
+
+    paths: set[str]
+    directories: set[str]
+
+
 class FileHandleCache:
     """A bounded LRU of open file handles shared by every ConsumeQueue and IndexFile.
 
     Each operation opens the file if needed (evicting the least recently used handle beyond
     ``max_open_handles``) and runs under one lock, so a handle is never closed while in use.
-    Paths written since the last ``sync_dirty`` are remembered, even after their handle was
-    evicted: fsync through a new descriptor makes the file's earlier writes durable too.
+    Paths written since the last ``take_dirty`` are remembered, even after their handle was
+    evicted: fsync through a new descriptor makes the file's earlier writes durable too. Fsyncs
+    hold no lock here, so at most one descriptor per syncing thread exists beyond the bound.
     """
 
     def __init__(self, fs: FileSystem, max_open_handles: int) -> None:
@@ -104,25 +114,50 @@ class FileHandleCache:
             self._dirty_paths.add(path)
 
     def sync(self, path: str) -> None:
+        """Make ``path``'s writes so far durable."""
         with self._lock:
-            self._handle(path, create=False).sync()
             self._dirty_paths.discard(path)
+        self.sync_files(DirtyFiles(paths={path}, directories=set()))
 
     def mark_directory_dirty(self, directory: str) -> None:
         """A file was created in ``directory``; ``sync_dirty`` will make its entry durable."""
         with self._lock:
             self._dirty_directories.add(directory)
 
+    def take_dirty(self) -> DirtyFiles:
+        """The files written (and directories changed) since the last take; ``sync_files``
+        them to make those writes durable. Taking is cheap, so a caller can take under its own
+        lock to fix a point in time and fsync after releasing it."""
+        with self._lock:
+            dirty = DirtyFiles(self._dirty_paths, self._dirty_directories)
+            self._dirty_paths, self._dirty_directories = set(), set()
+            return dirty
+
+    def sync_files(self, dirty: DirtyFiles) -> None:
+        """Fsync what ``take_dirty`` returned. The fsyncs run through separate descriptors and
+        outside the lock, so reads and writes of other files go on meanwhile (an fsync makes
+        the file's writes through any descriptor durable). On failure the paths stay dirty."""
+        try:
+            for path in sorted(dirty.paths):
+                try:
+                    handle = self._fs.open(path, create=False)
+                except FileNotFoundError:
+                    continue  # removed since it was written: nothing left to make durable
+                try:
+                    handle.sync()
+                finally:
+                    handle.close()
+            for directory in sorted(dirty.directories):
+                self._fs.sync_dir(directory)
+        except BaseException:
+            with self._lock:
+                self._dirty_paths |= dirty.paths
+                self._dirty_directories |= dirty.directories
+            raise
+
     def sync_dirty(self) -> None:
         """Make every write so far durable, and the directories of files created since."""
-        with self._lock:
-            for path in sorted(self._dirty_paths):
-                if self._fs.exists(path):
-                    self._handle(path, create=False).sync()
-            self._dirty_paths.clear()
-            for directory in sorted(self._dirty_directories):
-                self._fs.sync_dir(directory)
-            self._dirty_directories.clear()
+        self.sync_files(self.take_dirty())
 
     def remove(self, path: str) -> None:
         """Close ``path``'s handle if open, and delete the file."""

@@ -635,9 +635,12 @@ class MessageStore:
         """Make ConsumeQueues, the index and the CommitLog durable, then record how far: a
         restart redoes dispatch only past this point."""
         with self._dispatch_lock:
+            # Every unit below ``dispatched`` is written, so it is in ``dirty`` or durable.
             dispatched = self._dispatcher.dispatched_physical_offset
-            self._handles.sync_dirty()
-            self._index.flush()
+            dirty = self._handles.take_dirty()
+        self._handles.sync_files(dirty)
+        # The index header flushed now counts at least every entry below ``dispatched``.
+        self._index.flush()
         flushed = self._commit_log.flush()
         now_ms = self._now_ms()
         checkpoint = Checkpoint(

@@ -142,3 +142,27 @@ def test_truncate_finds_intact_prefix_after_torn_and_missing_files(tmp_path) -> 
     assert reloaded.max_queue_offset == 5
     assert [u.physical_offset for u in reloaded.read(0, 100)] == [0, 100, 200, 300, 400]
     assert sorted(os.listdir(directory)) == [f"{0:020d}", f"{80:020d}"]
+
+
+def test_dirty_files_survive_power_loss_only_after_sync(tmp_path) -> None:
+    import random
+
+    from tests.support.sim_filesystem import SimFileSystem
+
+    fs = SimFileSystem()
+    handles = FileHandleCache(fs, 1)  # every queue evicts the other's handle
+    root = "/store"
+    first = ConsumeQueue(fs, handles, root, "a", 0, 4)
+    second = ConsumeQueue(fs, handles, root, "b", 0, 4)
+    first.append_units(0, units_for([0, 100]))
+    second.append_units(0, units_for([50]))
+    dirty = handles.take_dirty()
+    first.append_units(2, units_for([200]))  # after the take: not covered by this sync
+    handles.sync_files(dirty)
+    fs.power_loss(random.Random(1))
+    handles = FileHandleCache(fs, 1)
+    assert [u.physical_offset for u in ConsumeQueue(fs, handles, root, "a", 0, 4).read(0, 2)] == [
+        0,
+        100,
+    ]
+    assert ConsumeQueue(fs, handles, root, "b", 0, 4).read(0, 1)[0].physical_offset == 50
