@@ -199,7 +199,7 @@ class MessageStore:
                 fs, config, self._commit_log, self._all_consume_queues, self._index, now_ms
             )
             self.dispatch()
-            self.reload_next_queue_offsets()
+            self._reload_next_queue_offsets()
             self._group_flusher: GroupCommitFlusher | None = None
             self._periodic_flusher: PeriodicFlusher | None = None
             if config.flush_mode is FlushMode.SYNC_FLUSH:
@@ -275,6 +275,11 @@ class MessageStore:
         rest come from the ConsumeQueues on first use). Call it after records reached the
         CommitLog other than through ``put_messages`` (a Raft follower that becomes leader
         wrote its leader's bytes), before the next ``put_messages``."""
+        with self._write_lock:
+            self._reload_next_queue_offsets()
+
+    def _reload_next_queue_offsets(self) -> None:
+        """``reload_next_queue_offsets`` for a caller holding the write lock (or opening)."""
         self._next_queue_offsets.clear()
         for _, view in self._commit_log.scan(
             self._dispatcher.dispatched_physical_offset, self._commit_log.max_offset
@@ -441,7 +446,7 @@ class MessageStore:
                     queue.truncate_from_physical_offset(physical_offset)
                 self._index.truncate_from(physical_offset)
                 self._dispatcher.reset(physical_offset)
-            self.reload_next_queue_offsets()
+            self._reload_next_queue_offsets()
             if self._group_flusher is not None:
                 # The flusher remembers the highest offset ever requested, which now lies past
                 # the end: a fresh one serves the writes that refill the truncated range.
