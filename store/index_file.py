@@ -103,16 +103,22 @@ class IndexFile:
         return index_file
 
     @classmethod
-    def open(cls, handles: FileHandleCache, path: str, file_size_bytes: int) -> IndexFile:
+    def open(cls, handles: FileHandleCache, path: str, file_size_bytes: int) -> IndexFile | None:
+        """The file at ``path``, or None when its header was never written (a crash right
+        after the file was created) or does not fit the file's size."""
         raw = handles.pread(path, HEADER_SIZE_BYTES, 0)
+        if len(raw) < HEADER_SIZE_BYTES:
+            return None
         begin_ts, end_ts, begin_phy, end_phy, slot_count, index_count = _HEADER.unpack(raw)
         entry_count = (
             file_size_bytes - HEADER_SIZE_BYTES - SLOT_SIZE_BYTES * slot_count
         ) // ENTRY_SIZE_BYTES
+        if slot_count < 1 or entry_count < 2 or not _FIRST_ENTRY <= index_count <= entry_count:
+            return None
         index_file = cls(handles, path, slot_count, entry_count)
         index_file.begin_timestamp_ms, index_file.end_timestamp_ms = begin_ts, end_ts
         index_file.begin_physical_offset, index_file.end_physical_offset = begin_phy, end_phy
-        index_file.index_count = max(index_count, _FIRST_ENTRY)
+        index_file.index_count = index_count
         return index_file
 
     @property
@@ -321,7 +327,14 @@ class IndexService:
         for name in fs.listdir(self._directory):
             if len(name) == _FILE_NAME_DIGITS and name.isdigit():
                 path = os.path.join(self._directory, name)
-                self._files.append(IndexFile.open(handles, path, fs.file_size(path)))
+                index_file = IndexFile.open(handles, path, fs.file_size(path))
+                if index_file is None:
+                    # Its header never became durable, so no checkpoint counted its entries:
+                    # recovery re-dispatches them into a new file.
+                    handles.remove(path)
+                    fs.sync_dir(self._directory)
+                else:
+                    self._files.append(index_file)
 
     @property
     def file_count(self) -> int:

@@ -114,3 +114,15 @@ def test_truncate_from_ignores_offsets_past_the_end(tmp_path) -> None:
     assert service.query("t", "k", T0, T0, 10) == [10]
     service.truncate_from(10)
     assert service.query("t", "k", T0, T0, 10) == []
+
+
+def test_file_without_a_written_header_is_dropped_at_open(tmp_path) -> None:
+    service = make_service(tmp_path, slot_count=4, entry_count=10)
+    put(service, "t", "k", 10, T0)
+    service.flush()
+    # A crash right after the next file was created, before its header was written.
+    (tmp_path / "index" / f"{T0 + 10**9:020d}").write_bytes(b"\0" * 100)
+    reopened = make_service(tmp_path, slot_count=4, entry_count=10)
+    assert reopened.file_count == 1
+    assert reopened.query("t", "k", T0, T0, 10) == [10]
+    assert len(os.listdir(tmp_path / "index")) == 1
