@@ -340,6 +340,10 @@ class IndexService:
     def file_count(self) -> int:
         return len(self._files)
 
+    def put(self, hash_value: int, physical_offset: int, store_timestamp_ms: int) -> None:
+        """Add one entry (``hashing.key_hash`` of topic and key); see ``put_batch``."""
+        self.put_batch([(hash_value, physical_offset, store_timestamp_ms)])
+
     def put_batch(self, puts: list[IndexPut]) -> None:
         """Add entries, in ascending physical offset order."""
         with self._lock:

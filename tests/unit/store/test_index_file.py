@@ -23,7 +23,7 @@ def make_service(root, slot_count=8, entry_count=6, clock=None):
 
 
 def put(service, topic, key, physical_offset, timestamp_ms):
-    service.put_batch([(key_hash(topic, key), physical_offset, timestamp_ms)])
+    service.put(key_hash(topic, key), physical_offset, timestamp_ms)
 
 
 T0 = 1_700_000_000_000
