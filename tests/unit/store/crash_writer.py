@@ -27,7 +27,7 @@ def crash_config(root_dir: str) -> StoreConfig:
         segment_size_bytes=16384,
         consume_queue_file_units=16,
         index_slot_count=64,
-        index_entry_count=128,
+        index_entry_count=512,
         flush_mode=FlushMode.SYNC_FLUSH,
     )
 
