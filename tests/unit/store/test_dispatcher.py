@@ -113,3 +113,57 @@ def test_dispatch_crosses_segment_blanks_in_batches(tmp_path) -> None:
     assert total == 30
     for i, position in enumerate(positions):
         assert h.index.query(f"t{i % 3}", f"k{i}", T0, T0 + 100, 5) == [position]
+
+
+def test_dispatch_steps_into_envelopes(tmp_path) -> None:
+    import struct
+
+    from raftlog.store.commit_log import Envelope
+
+    magic, header_bytes = 0x5AFE0001, 16
+    fs = OsFileSystem()
+    commit_log = CommitLog(
+        fs,
+        os.path.join(tmp_path, "commitlog"),
+        4096,
+        envelopes=[Envelope(magic, header_bytes, lambda item: True)],
+    )
+    handles = FileHandleCache(fs, 8)
+    queues: dict[tuple[str, int], ConsumeQueue] = {}
+
+    def queue(topic, queue_id):
+        if (topic, queue_id) not in queues:
+            queues[(topic, queue_id)] = ConsumeQueue(fs, handles, str(tmp_path), topic, queue_id, 4)
+        return queues[(topic, queue_id)]
+
+    index = IndexService(fs, handles, str(tmp_path), 16, 100, lambda: T0)
+    records = []
+    position = header_bytes
+    for queue_offset in range(3):
+        record = encode_record(
+            MessageRecord(
+                topic="raft",
+                queue_id=0,
+                flag=0,
+                queue_offset=queue_offset,
+                physical_offset=position,
+                sys_flag=0,
+                born_timestamp_ms=T0,
+                born_host=("127.0.0.1", 1),
+                store_timestamp_ms=T0,
+                store_host=("127.0.0.1", 2),
+                reconsume_times=0,
+                prepared_transaction_offset=0,
+                body=b"entry",
+                properties=((PROPERTY_KEYS, f"k{queue_offset}"),),
+            )
+        )
+        records.append((position, record))
+        position += len(record)
+    payload = b"".join(record for _, record in records)
+    envelope = struct.pack(">iIq", header_bytes + len(payload), magic, 7) + payload
+    assert commit_log.append(envelope) == 0
+    dispatcher = Dispatcher(commit_log, queue, index, 0)
+    assert dispatcher.dispatch(commit_log.max_offset) == 3
+    assert [u.physical_offset for u in queue("raft", 0).read(0, 10)] == [p for p, _ in records]
+    assert index.query("raft", "k2", T0, T0, 5) == [records[2][0]]
