@@ -23,6 +23,10 @@ Rules this module keeps:
   durable up to the dispatched offset it records, so nothing below it needs redoing.
 - Writes are refused above the disk-full watermark and resume, with no latch, once retention
   has freed space.
+- A housekeeping thread (``housekeeping_interval_ms``) checkpoints and runs retention, so a
+  crash redoes a bounded amount of dispatch; tests turn it off and call both by hand.
+- A SYNC_FLUSH write not durable within ``sync_flush_timeout_s`` raises TimeoutError: it was
+  written but not acknowledged (RocketMQ's FLUSH_DISK_TIMEOUT).
 """
 
 from __future__ import annotations
