@@ -377,3 +377,29 @@ def test_reload_next_queue_offsets_after_raw_commit_log_writes(store) -> None:
         b"from the leader",
         b"c",
     ]
+
+
+def test_concurrent_sync_writers_share_fsyncs_and_get_dense_offsets(tmp_path) -> None:
+    import threading
+
+    fs = SimFileSystem()
+    store = open_store(tmp_path, fs)
+    store.create_topic("t", 1)
+    results = []
+    lock = threading.Lock()
+
+    def writer() -> None:
+        for _ in range(25):
+            result = store.put_message(Message("t", 0, b"x"))
+            with lock:
+                results.append(result.queue_offset)
+
+    threads = [threading.Thread(target=writer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == list(range(200))
+    segment_syncs = sum(n for path, n in fs.sync_count.items() if "/commitlog/" in path)
+    assert segment_syncs < 200
+    store.close()
