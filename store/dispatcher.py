@@ -67,25 +67,26 @@ class Dispatcher:
         batch_count = dispatched_count = 0
         # Where dispatch stands once the current batch is written.
         reached = bound
+        append_put = puts.append
         for physical_offset, view in self._commit_log.scan(self._dispatched_physical_offset, bound):
-            info = read_dispatch_info(view, 0)
-            if physical_offset + info.size > bound:
+            topic, queue_id, queue_offset, _, size, timestamp_ms, tags, keys, uniq_key = (
+                read_dispatch_info(view, 0)
+            )
+            if physical_offset + size > bound:
                 reached = physical_offset
                 break
-            topic = info.topic
-            queue_key = (topic, info.queue_id)
+            queue_key = (topic, queue_id)
             pending = units.get(queue_key)
             if pending is None:
-                pending = units[queue_key] = (info.queue_offset, bytearray())
-            pending[1].extend(encode_unit(physical_offset, info.size, tag_hash(info.tags)))
-            timestamp_ms = info.store_timestamp_ms
-            for key in info.keys:
-                puts.append((key_hash(topic, key), physical_offset, timestamp_ms))
-            if info.uniq_key:
-                puts.append((key_hash(topic, info.uniq_key), physical_offset, timestamp_ms))
+                pending = units[queue_key] = (queue_offset, bytearray())
+            pending[1].extend(encode_unit(physical_offset, size, tag_hash(tags)))
+            for key in keys:
+                append_put((key_hash(topic, key), physical_offset, timestamp_ms))
+            if uniq_key:
+                append_put((key_hash(topic, uniq_key), physical_offset, timestamp_ms))
             batch_count += 1
             if batch_count == self._batch_records:
-                self._write(units, puts, physical_offset + info.size)
+                self._write(units, puts, physical_offset + size)
                 dispatched_count += batch_count
                 batch_count = 0
         self._write(units, puts, reached)

@@ -153,12 +153,16 @@ class IndexFile:
         first_index = index = self.index_count
         encoded = bytearray()
         pack = _ENTRY.pack
+        mark_dirty = dirty.add
         for hash_value, physical_offset, timestamp_ms in puts[start : start + taken]:
             slot = hash_value % slot_count
-            time_diff_s = max(0, (timestamp_ms - begin_ts) // _MS_PER_SECOND)
+            # A clock step back must not make a negative (wrapped) time difference.
+            time_diff_s = (
+                (timestamp_ms - begin_ts) // _MS_PER_SECOND if timestamp_ms > begin_ts else 0
+            )
             encoded += pack(hash_value, physical_offset, time_diff_s, slots[slot])
             slots[slot] = index
-            dirty.add(slot)
+            mark_dirty(slot)
             index += 1
         self._handles.pwrite(self.path, encoded, self._entry_position(first_index))
         last = puts[start + taken - 1]
