@@ -128,10 +128,11 @@ class Cluster:
 
     # -- time and messages ------------------------------------------------------------------
 
-    def tick(self) -> None:
-        """One tick: deliver what is due, tick every live node, run the per-tick checks."""
+    def tick(self, deliver_due: bool = True) -> None:
+        """One tick: deliver what is due (unless the caller delivers by hand), tick every live
+        node, run the per-tick checks."""
         now_tick = self.clock.advance()
-        while True:
+        while deliver_due:
             envelope = self.network.pop_due(now_tick)
             if envelope is None:
                 break
