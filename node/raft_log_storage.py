@@ -1,0 +1,507 @@
+"""RaftLogStorage: the durable Raft log, stored in the CommitLog (DLedger's model), behind the
+Raft core's ``LogStorage`` Protocol, with the writers a node's Ready loop calls.
+
+Pieces (under one store root):
+- the CommitLog (``<root>/commitlog``): every entry is an envelope item (raft_entry.py) whose
+  payload is the message records it replicates; registered with ``ENTRY_ENVELOPES``;
+- the Raft index (``<root>/raftindex``): entry -> (physical_offset, size, term) (raft_index.py);
+- ``<root>/raftstate/hard_state``: term, vote, commit (hard_state_file.py);
+- ``<root>/raftstate/snapshot_point``: the snapshot point (index, term, membership at that
+  index, and the physical offset where the entry after it is placed from). This file is the
+  membership store: ``initial_state()`` answers the membership at the snapshot point, and the
+  core replays the CONF_CHANGE entries above it (raft_entry keeps them in the log), exactly as
+  with MemoryStorage. A fresh log writes it with the bootstrap membership.
+
+Semantics mirror MemoryStorage (raftlog.raft.memory_storage): the same appends, truncations,
+compactions and snapshots give the same answers from ``entries``/``term``/``first_index``/
+``last_index``, with the same LogCompactedError/LogUnavailableError.
+
+Durability. ``append`` writes; ``sync`` makes everything durable in this order: CommitLog
+flush, index sync, then the hard state if it changed. So a durable commit index never points
+past the durable log, and a vote is durable before ``sync`` returns (call it before sending).
+Truncations (conflicts, snapshots) are durable when they return. Recovery: the CommitLog
+cuts its torn tail (the caller's ``recover``, or ``RaftLogStorage.open``); the index is then
+checked against it and rebuilt from the last good unit; a hard state whose commit index lies
+past the recovered log is an error (durable entries were lost), never papered over.
+
+Byte-identical replicas. Where an entry's envelope lands is a pure function of the end of the
+previous entry, the envelope's size and the segment size (``next_entry_position``); a blank
+fills the rest of a segment deterministically. By Raft's log matching property, replicas that
+hold entry ``i`` hold the same entries ``1..i``, so -- starting from the same snapshot point
+(offset 0 for a fresh log) with the same segment size -- they place entry ``i`` at the same
+physical offset with the same bytes. A conflicting tail is cut at the *end of the last kept
+entry* (not at the start of the first dropped one, which may have rolled to a new segment), so
+rewriting after a truncation follows the same placement as the leader's first write did.
+Nested records name their physical offset; ``append`` refuses an entry whose records name any
+other place, so a wrong plan never reaches the disk.
+
+Position planning. A leader stamps physical offsets into the records of an entry *before*
+proposing it, so it must know where the entry will land, counting entries proposed but not yet
+persisted: ``plan_entry(payload_size_bytes)`` reserves the next position (after the persisted
+log and every earlier reservation) and returns the envelope's offset; the payload's first
+record goes ``ENTRY_HEADER_SIZE_BYTES`` after it. The node plans and proposes only after the
+Ready that carries any entries the core appended itself (a new leader's no-op) was persisted,
+and calls ``cancel_plans`` when a proposal is dropped or leadership is lost. Appends move the
+plan along; a truncation or snapshot resets it.
+
+Rules this module keeps: one writer thread (the node's Ready loop); entries are never
+truncated at or below the commit index (an assertion); reads verify each envelope's CRC and
+that its header matches the index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from raftlog.node.hard_state_file import (
+    CorruptStateFileError,
+    HardStateFile,
+    read_checked_file,
+    write_checked_file,
+)
+from raftlog.node.raft_entry import (
+    ENTRY_ENVELOPES,
+    decode_entry_header,
+    entry_to_envelope,
+    envelope_size_bytes,
+    envelope_to_entry,
+    verify_entry,
+)
+from raftlog.node.raft_index import (
+    DEFAULT_UNITS_PER_FILE,
+    IndexUnit,
+    RaftIndex,
+    next_entry_position,
+)
+from raftlog.raft.types import (
+    ConfState,
+    Entry,
+    EntryType,
+    HardState,
+    LogCompactedError,
+    LogUnavailableError,
+    SnapshotMeta,
+)
+from raftlog.store.commit_log import CommitLog
+from raftlog.store.errors import CorruptRecordError
+from raftlog.store.filesystem import FileSystem
+from raftlog.store.message_store import COMMIT_LOG_DIR
+
+RAFT_INDEX_DIR = "raftindex"
+RAFT_STATE_DIR = "raftstate"
+SNAPSHOT_POINT_FILE_NAME = "snapshot_point"
+_SNAPSHOT_POINT_MAGIC = 0x534E5054  # "SNPT"
+# Entries read back per index lookup; bounds memory when the core asks for a long range.
+_UNITS_PER_READ = 256
+
+
+@dataclass(frozen=True, slots=True)
+class _SnapshotPoint:
+    meta: SnapshotMeta
+    # The end of the snapshot point's entry: where the next entry's placement starts from.
+    end_physical_offset: int
+
+
+class RaftLogStorage:
+    def __init__(
+        self,
+        fs: FileSystem,
+        root_dir: str,
+        commit_log: CommitLog,
+        *,
+        bootstrap: ConfState | None = None,
+        index_units_per_file: int = DEFAULT_UNITS_PER_FILE,
+        truncate_commit_log: Callable[[int], None] | None = None,
+        owns_commit_log: bool = False,
+    ) -> None:
+        """Open over a *recovered* ``commit_log`` that has ``ENTRY_ENVELOPES`` registered.
+        ``bootstrap`` is the membership of a fresh log (ignored once the snapshot point file
+        exists). ``truncate_commit_log`` cuts the CommitLog at a physical offset (default
+        ``commit_log.truncate_after``; a node passes ``MessageStore.truncate_after`` so
+        derived data follows)."""
+        self._fs = fs
+        self._commit_log = commit_log
+        self._owns_commit_log = owns_commit_log
+        self._truncate_commit_log = truncate_commit_log or commit_log.truncate_after
+        state_dir = os.path.join(root_dir, RAFT_STATE_DIR)
+        self._hard_state_file = HardStateFile(fs, state_dir)
+        self._hard_state = self._persisted_hard_state = self._hard_state_file.load()
+        self._snapshot_point_path = os.path.join(state_dir, SNAPSHOT_POINT_FILE_NAME)
+        point = self._load_snapshot_point()
+        if point is None:
+            point = _SnapshotPoint(
+                SnapshotMeta(0, 0, bootstrap or ConfState(voters=())), commit_log.min_offset
+            )
+            self._save_snapshot_point(point)
+        self._point = point
+        if not commit_log.min_offset <= point.end_physical_offset <= commit_log.max_offset:
+            raise CorruptStateFileError(
+                f"the snapshot point places the next entry at {point.end_physical_offset}; the "
+                f"commit log holds [{commit_log.min_offset}, {commit_log.max_offset})"
+            )
+        self._index = RaftIndex(
+            fs, os.path.join(root_dir, RAFT_INDEX_DIR), point.meta.index + 1, index_units_per_file
+        )
+        self._index.recover(commit_log, point.end_physical_offset, point.meta.term)
+        self._log_end_offset = point.end_physical_offset
+        self._last_term = point.meta.term
+        if self._index.last_index >= self._index.first_index:
+            last = self._index.unit(self._index.last_index)
+            self._log_end_offset, self._last_term = last.end_physical_offset, last.log_term
+        if commit_log.max_offset > self._log_end_offset:
+            # Only an end-of-segment blank can follow the last entry (index recovery walked
+            # the rest): its entry was lost, and placement restarts from the entry's end.
+            self._truncate_commit_log(self._log_end_offset)
+        if self._hard_state.commit > self.last_index():
+            raise CorruptStateFileError(
+                f"commit index {self._hard_state.commit} is past the recovered log "
+                f"(last index {self.last_index()}): durable entries were lost"
+            )
+        self._planned_end_offset = self._log_end_offset
+
+    @classmethod
+    def open(
+        cls,
+        fs: FileSystem,
+        root_dir: str,
+        *,
+        segment_size_bytes: int,
+        bootstrap: ConfState | None = None,
+        index_units_per_file: int = DEFAULT_UNITS_PER_FILE,
+        max_open_segments: int = 64,
+    ) -> RaftLogStorage:
+        """A storage with its own CommitLog under ``root_dir``, recovered by verifying every
+        item (a node embedding a MessageStore passes the store's recovered commit log to the
+        constructor instead)."""
+        commit_log = CommitLog(
+            fs,
+            os.path.join(root_dir, COMMIT_LOG_DIR),
+            segment_size_bytes,
+            max_open_segments,
+            ENTRY_ENVELOPES,
+        )
+        try:
+            commit_log.recover(commit_log.min_offset)
+            return cls(
+                fs,
+                root_dir,
+                commit_log,
+                bootstrap=bootstrap,
+                index_units_per_file=index_units_per_file,
+                owns_commit_log=True,
+            )
+        except BaseException:
+            commit_log.close()
+            raise
+
+    @property
+    def commit_log(self) -> CommitLog:
+        return self._commit_log
+
+    # --- snapshot point file ---------------------------------------------------------------
+
+    def _load_snapshot_point(self) -> _SnapshotPoint | None:
+        body = read_checked_file(self._fs, self._snapshot_point_path, _SNAPSHOT_POINT_MAGIC)
+        if body is None:
+            return None
+        try:
+            fields = json.loads(body)
+            return _SnapshotPoint(
+                SnapshotMeta(
+                    int(fields["index"]),
+                    int(fields["term"]),
+                    ConfState(tuple(fields["voters"]), tuple(fields["learners"])),
+                ),
+                int(fields["end_physical_offset"]),
+            )
+        except (ValueError, KeyError, TypeError) as error:
+            raise CorruptStateFileError(f"{self._snapshot_point_path}: {error}") from error
+
+    def _save_snapshot_point(self, point: _SnapshotPoint) -> None:
+        body = {
+            "index": point.meta.index,
+            "term": point.meta.term,
+            "voters": list(point.meta.conf_state.voters),
+            "learners": list(point.meta.conf_state.learners),
+            "end_physical_offset": point.end_physical_offset,
+        }
+        write_checked_file(
+            self._fs,
+            self._snapshot_point_path,
+            _SNAPSHOT_POINT_MAGIC,
+            json.dumps(body, sort_keys=True).encode(),
+        )
+
+    # --- LogStorage ------------------------------------------------------------------------
+
+    def initial_state(self) -> tuple[HardState, ConfState]:
+        return self._hard_state, self._point.meta.conf_state
+
+    def first_index(self) -> int:
+        return self._point.meta.index + 1
+
+    def last_index(self) -> int:
+        return self._index.last_index
+
+    def snapshot(self) -> SnapshotMeta:
+        return self._point.meta
+
+    def term(self, index: int) -> int:
+        snapshot_index = self._point.meta.index
+        if index < snapshot_index:
+            raise LogCompactedError(index)
+        last_index = self._index.last_index
+        if index > last_index:
+            raise LogUnavailableError(index)
+        if index == snapshot_index:
+            return self._point.meta.term
+        if index == last_index:
+            return self._last_term
+        return self._index.unit(index).log_term
+
+    def entries(self, low: int, high: int, max_bytes: int) -> list[Entry]:
+        if low <= self._point.meta.index:
+            raise LogCompactedError(low)
+        if high > self._index.last_index + 1:
+            raise LogUnavailableError(high)
+        found: list[Entry] = []
+        total_bytes = 0
+        for entry in self._read_entries(low, high):
+            total_bytes += len(entry.data)
+            if total_bytes > max_bytes and found:
+                break
+            found.append(entry)
+        return found
+
+    def _read_entries(self, low: int, high: int) -> Iterator[Entry]:
+        for chunk_low in range(low, high, _UNITS_PER_READ):
+            chunk_high = min(high, chunk_low + _UNITS_PER_READ)
+            units = self._index.units(chunk_low, chunk_high)
+            if units[0].physical_offset < self._commit_log.min_offset:
+                raise LogCompactedError(chunk_low)  # retention deleted its segment
+            run_start = 0
+            for position in range(1, len(units) + 1):
+                if position < len(units) and self._back_to_back(
+                    units[position - 1].end_physical_offset, units[position].physical_offset
+                ):
+                    continue
+                yield from self._read_run(chunk_low + run_start, units[run_start:position])
+                run_start = position
+
+    def _back_to_back(self, end_physical_offset: int, next_physical_offset: int) -> bool:
+        """Whether an item at ``next_physical_offset`` continues, in the same segment, the one
+        ending at ``end_physical_offset`` (CommitLog reads and appends stay in one segment)."""
+        return (
+            next_physical_offset == end_physical_offset
+            and next_physical_offset % self._commit_log.segment_size_bytes != 0
+        )
+
+    def _read_run(self, first_index: int, units: Sequence[IndexUnit]) -> Iterator[Entry]:
+        """Entries whose envelopes lie back to back (one read)."""
+        start = units[0].physical_offset
+        data = memoryview(self._commit_log.read(start, units[-1].end_physical_offset - start))
+        for log_index, unit in enumerate(units, first_index):
+            relative = unit.physical_offset - start
+            view = data[relative : relative + unit.size_bytes]
+            header = decode_entry_header(view)
+            if not verify_entry(view) or (header.log_index, header.log_term) != (
+                log_index,
+                unit.log_term,
+            ):
+                raise CorruptRecordError(
+                    f"entry {log_index} at physical offset {unit.physical_offset} fails its "
+                    "check against its CRC or the raft index"
+                )
+            yield envelope_to_entry(view)
+
+    # --- writers (the node, while handling a Ready) ----------------------------------------
+
+    def set_hard_state(self, hard_state: HardState) -> None:
+        """Takes effect at once for readers; durable at the next ``sync``."""
+        self._hard_state = hard_state
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        """Append, replacing any stored entry at or after ``entries[0].index`` (Ready step 1).
+        Durable at the next ``sync``. ValueError (nothing written) when an entry's records
+        do not name the physical offsets the entry gets."""
+        if not entries:
+            return
+        first_new_index = entries[0].index
+        assert first_new_index <= self.last_index() + 1, "a hole in the log"
+        snapshot_index = self._point.meta.index
+        if first_new_index <= snapshot_index:
+            # Everything up to the snapshot point is already covered by the snapshot.
+            entries = entries[snapshot_index + 1 - first_new_index :]
+            if not entries:
+                return
+            first_new_index = entries[0].index
+        envelopes = self._encode(entries, self._end_before(first_new_index))
+        if first_new_index <= self.last_index():
+            self._truncate(first_new_index)
+        self._write(first_new_index, envelopes)
+        last = entries[-1]
+        self._last_term = last.term
+        self._planned_end_offset = max(self._planned_end_offset, self._log_end_offset)
+
+    def _end_before(self, log_index: int) -> int:
+        """Where the placement of entry ``log_index`` starts: the end of entry ``log_index-1``."""
+        if log_index - 1 == self._point.meta.index:
+            return self._point.end_physical_offset
+        return self._index.unit(log_index - 1).end_physical_offset
+
+    def _encode(self, entries: Sequence[Entry], end_offset: int) -> list[tuple[int, bytes]]:
+        """``(physical_offset, envelope)`` per entry, placed from ``end_offset``; nothing is
+        written, so a refused entry leaves the log untouched."""
+        segment_size_bytes = self._commit_log.segment_size_bytes
+        placed: list[tuple[int, bytes]] = []
+        for expected_index, entry in enumerate(entries, entries[0].index):
+            assert entry.index == expected_index, "entries must have consecutive indexes"
+            size = envelope_size_bytes(entry.type, len(entry.data))
+            position = next_entry_position(end_offset, size, segment_size_bytes)
+            placed.append((position, entry_to_envelope(entry, position)))
+            end_offset = position + size
+        return placed
+
+    def _truncate(self, first_dropped_index: int) -> None:
+        """Drop entries from ``first_dropped_index`` on, durably: the index first (a crash in
+        between leaves the longer CommitLog, which recovery re-indexes: the old log)."""
+        assert first_dropped_index > self._hard_state.commit, (
+            f"truncating from {first_dropped_index}, at or below commit index "
+            f"{self._hard_state.commit}"
+        )
+        end_offset = self._end_before(first_dropped_index)
+        self._index.truncate_from(first_dropped_index)
+        # Cut at the end of the last kept entry, not the first dropped one's start: that one
+        # may have rolled to a new segment, and the rewrite must place from the same point.
+        self._truncate_commit_log(end_offset)
+        self._log_end_offset = self._planned_end_offset = end_offset
+
+    def _write(self, first_index: int, envelopes: Sequence[tuple[int, bytes]]) -> None:
+        """Write placed envelopes with one CommitLog append per run of back-to-back ones."""
+        units = [
+            IndexUnit(position, len(envelope), decode_entry_header(envelope).log_term)
+            for position, envelope in envelopes
+        ]
+        run_start = 0
+        for position in range(1, len(envelopes) + 1):
+            if position < len(envelopes) and self._back_to_back(
+                units[position - 1].end_physical_offset, envelopes[position][0]
+            ):
+                continue
+            block = b"".join(envelope for _, envelope in envelopes[run_start:position])
+            written = self._commit_log.append(block)
+            assert written == envelopes[run_start][0], (
+                f"the commit log wrote at {written}, the entry was placed at "
+                f"{envelopes[run_start][0]}"
+            )
+            run_start = position
+        self._index.append(first_index, units)
+        self._log_end_offset = units[-1].end_physical_offset
+
+    def sync(self) -> None:
+        """Make everything appended and the hard state durable (CommitLog, index, then hard
+        state: a durable commit index never points past the durable log)."""
+        self._commit_log.flush()
+        self._index.sync()
+        if self._hard_state != self._persisted_hard_state:
+            self._hard_state_file.save(self._hard_state)
+            self._persisted_hard_state = self._hard_state
+
+    def apply_snapshot(self, meta: SnapshotMeta, end_physical_offset: int | None = None) -> None:
+        """Replace the log by the snapshot point ``meta`` (a follower installing one). The
+        next entry is placed from ``end_physical_offset``: by default the end of entry
+        ``meta.index`` when this log holds it with ``meta.term``; after a segment transfer,
+        the caller passes where the transferred data ends (it must lie in the CommitLog).
+        CommitLog bytes past that point are dropped. Durable when it returns."""
+        if meta.index <= self._point.meta.index:
+            return
+        if end_physical_offset is None:
+            if not (meta.index <= self.last_index() and self.term(meta.index) == meta.term):
+                raise ValueError(
+                    f"snapshot point {meta.index} (term {meta.term}) is not in this log: "
+                    "install its segments first and pass end_physical_offset"
+                )
+            end_physical_offset = self._index.unit(meta.index).end_physical_offset
+        commit_log = self._commit_log
+        if not commit_log.min_offset <= end_physical_offset <= commit_log.max_offset:
+            raise ValueError(
+                f"end_physical_offset {end_physical_offset} outside the commit log "
+                f"[{commit_log.min_offset}, {commit_log.max_offset}]"
+            )
+        self._index.reset(meta.index + 1)
+        if end_physical_offset < commit_log.max_offset:
+            self._truncate_commit_log(end_physical_offset)
+        self._point = _SnapshotPoint(meta, end_physical_offset)
+        self._save_snapshot_point(self._point)
+        self._log_end_offset = self._planned_end_offset = end_physical_offset
+        self._last_term = meta.term
+
+    def compact(self, compact_index: int, conf_state: ConfState) -> None:
+        """Make ``compact_index`` the snapshot point with membership ``conf_state`` (as
+        MemoryStorage.compact) and forget index units up to it. The CommitLog bytes stay
+        until the store's retention deletes their segments. Durable when it returns."""
+        if compact_index <= self._point.meta.index:
+            return
+        assert compact_index <= self.last_index(), "compacting beyond the log"
+        unit = self._index.unit(compact_index)
+        self._point = _SnapshotPoint(
+            SnapshotMeta(compact_index, unit.log_term, conf_state), unit.end_physical_offset
+        )
+        # The snapshot point first: a crash before the index files go leaves units the next
+        # open forgets anyway.
+        self._save_snapshot_point(self._point)
+        self._index.compact_to(compact_index + 1)
+
+    # --- position planning (the leader, before proposing) ----------------------------------
+
+    def next_physical_offset_for(
+        self, payload_size_bytes: int, entry_type: EntryType = EntryType.NORMAL
+    ) -> int:
+        """Where the envelope of the next entry would land (after the persisted log and every
+        reservation), without reserving it. The payload starts ``ENTRY_HEADER_SIZE_BYTES``
+        later."""
+        return next_entry_position(
+            self._planned_end_offset,
+            envelope_size_bytes(entry_type, payload_size_bytes),
+            self._commit_log.segment_size_bytes,
+        )
+
+    def plan_entry(self, payload_size_bytes: int, entry_type: EntryType = EntryType.NORMAL) -> int:
+        """Reserve the next position for an entry about to be proposed; returns its envelope's
+        physical offset (see the module docstring for when to call it)."""
+        position = self.next_physical_offset_for(payload_size_bytes, entry_type)
+        self._planned_end_offset = position + envelope_size_bytes(entry_type, payload_size_bytes)
+        return position
+
+    def cancel_plans(self) -> None:
+        """Forget every reservation not yet persisted (a dropped proposal, lost leadership)."""
+        self._planned_end_offset = self._log_end_offset
+
+    def placement(self, log_index: int) -> IndexUnit:
+        """Where stored entry ``log_index`` lies: (physical_offset, size_bytes, log_term). The
+        node turns its commit index into the store's dispatch bound with it (the committed
+        entry's end)."""
+        if not self.first_index() <= log_index <= self.last_index():
+            raise IndexError(
+                f"log index {log_index} outside [{self.first_index()}, {self.last_index()}]"
+            )
+        return self._index.unit(log_index)
+
+    @property
+    def log_end_physical_offset(self) -> int:
+        """Where the persisted log ends (the last entry's end)."""
+        return self._log_end_offset
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Sync, then close the index (and the CommitLog when this storage opened it)."""
+        try:
+            self.sync()
+        finally:
+            self._index.close()
+            if self._owns_commit_log:
+                self._commit_log.close()
