@@ -16,9 +16,16 @@ Semantics mirror MemoryStorage (raftlog.raft.memory_storage): the same appends, 
 compactions and snapshots give the same answers from ``entries``/``term``/``first_index``/
 ``last_index``, with the same LogCompactedError/LogUnavailableError.
 
-Durability. ``append`` writes; ``sync`` makes everything durable in this order: CommitLog
-flush, index sync, then the hard state if it changed. So a durable commit index never points
-past the durable log, and a vote is durable before ``sync`` returns (call it before sending).
+Durability. ``append`` writes; ``sync`` makes the appended entries durable (one CommitLog
+flush), then the hard state if its term or vote changed. So a durable commit index never
+points past the durable log, and a vote is durable before ``sync`` returns (call it before
+sending). Two writes are deferred on purpose, because recovery recomputes them:
+- the commit index alone is written with the next term/vote change or at ``close`` (the core
+  restarts from ``max(commit, applied_index)``, and a leader re-sends it), saving two fsyncs
+  on every Ready of a follower;
+- the index is synced every ``_INDEX_SYNC_INTERVAL_ENTRIES`` appended entries and at
+  ``close``: it is derived data, recovery re-derives any unit the CommitLog does not confirm
+  (see raft_index), and the interval bounds that work.
 Truncations (conflicts, snapshots) are durable when they return. Recovery: the CommitLog
 cuts its torn tail (the caller's ``recover``, or ``RaftLogStorage.open``); the index is then
 checked against it and rebuilt from the last good unit; a hard state whose commit index lies
@@ -96,6 +103,8 @@ SNAPSHOT_POINT_FILE_NAME = "snapshot_point"
 _SNAPSHOT_POINT_MAGIC = 0x534E5054  # "SNPT"
 # Entries read back per index lookup; bounds memory when the core asks for a long range.
 _UNITS_PER_READ = 256
+# Recovery re-derives at most about this many index units from the CommitLog after a crash.
+_INDEX_SYNC_INTERVAL_ENTRIES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +170,7 @@ class RaftLogStorage:
                 f"(last index {self.last_index()}): durable entries were lost"
             )
         self._planned_end_offset = self._log_end_offset
+        self._index_synced_through = self._index.last_index
 
     @classmethod
     def open(
@@ -320,7 +330,8 @@ class RaftLogStorage:
     # --- writers (the node, while handling a Ready) ----------------------------------------
 
     def set_hard_state(self, hard_state: HardState) -> None:
-        """Takes effect at once for readers; durable at the next ``sync``."""
+        """Takes effect at once for readers; durable at the next ``sync`` when term or vote
+        changed, else at the next such change or ``close`` (see Durability)."""
         self._hard_state = hard_state
 
     def append(self, entries: Sequence[Entry]) -> None:
@@ -374,6 +385,7 @@ class RaftLogStorage:
         )
         end_offset = self._end_before(first_dropped_index)
         self._index.truncate_from(first_dropped_index)
+        self._index_synced_through = min(self._index_synced_through, first_dropped_index - 1)
         # Cut at the end of the last kept entry, not the first dropped one's start: that one
         # may have rolled to a new segment, and the rewrite must place from the same point.
         self._truncate_commit_log(end_offset)
@@ -402,13 +414,21 @@ class RaftLogStorage:
         self._log_end_offset = units[-1].end_physical_offset
 
     def sync(self) -> None:
-        """Make everything appended and the hard state durable (CommitLog, index, then hard
-        state: a durable commit index never points past the durable log)."""
+        """Make everything appended durable, then a changed term or vote (see Durability)."""
         self._commit_log.flush()
+        if self._index.last_index - self._index_synced_through >= _INDEX_SYNC_INTERVAL_ENTRIES:
+            self._sync_index()
+        persisted = self._persisted_hard_state
+        if (self._hard_state.term, self._hard_state.vote) != (persisted.term, persisted.vote):
+            self._save_hard_state()
+
+    def _sync_index(self) -> None:
         self._index.sync()
-        if self._hard_state != self._persisted_hard_state:
-            self._hard_state_file.save(self._hard_state)
-            self._persisted_hard_state = self._hard_state
+        self._index_synced_through = self._index.last_index
+
+    def _save_hard_state(self) -> None:
+        self._hard_state_file.save(self._hard_state)
+        self._persisted_hard_state = self._hard_state
 
     def apply_snapshot(self, meta: SnapshotMeta, end_physical_offset: int | None = None) -> None:
         """Replace the log by the snapshot point ``meta`` (a follower installing one). The
@@ -432,6 +452,7 @@ class RaftLogStorage:
                 f"[{commit_log.min_offset}, {commit_log.max_offset}]"
             )
         self._index.reset(meta.index + 1)
+        self._index_synced_through = meta.index
         if end_physical_offset < commit_log.max_offset:
             self._truncate_commit_log(end_physical_offset)
         self._point = _SnapshotPoint(meta, end_physical_offset)
@@ -501,6 +522,9 @@ class RaftLogStorage:
         """Sync, then close the index (and the CommitLog when this storage opened it)."""
         try:
             self.sync()
+            self._sync_index()
+            if self._hard_state != self._persisted_hard_state:
+                self._save_hard_state()
         finally:
             self._index.close()
             if self._owns_commit_log:

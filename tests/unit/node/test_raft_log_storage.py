@@ -239,3 +239,21 @@ def test_entries_whose_segments_retention_deleted_are_compacted() -> None:
     with pytest.raises(LogCompactedError):
         storage.entries(1, 3, 1 << 20)
     assert storage.entries(40, 41, 0)[0].index == 40
+
+
+def test_vote_is_durable_at_sync_and_a_bare_commit_index_at_close() -> None:
+    fs = SimFileSystem()
+    storage = open_storage(fs)
+    storage.append(LeaderLog(SEGMENT_SIZE_BYTES).entries(1, 1, specs(10)))
+    storage.set_hard_state(HardState(2, "b", 0))
+    storage.sync()
+    storage.set_hard_state(HardState(2, "b", 9))  # the commit index alone moved
+    storage.sync()
+    fs.power_loss(random.Random(3))
+    reopened = open_storage(fs)
+    # The vote survived; the commit index is relearned (the core restarts from applied).
+    assert reopened.initial_state()[0] == HardState(2, "b", 0)
+    assert reopened.last_index() == 10
+    reopened.set_hard_state(HardState(2, "b", 9))
+    reopened.close()
+    assert open_storage(fs).initial_state()[0] == HardState(2, "b", 9)
