@@ -31,7 +31,7 @@ class StoreConfig:
     consume_queue_file_units: int = 300_000
     index_slot_count: int = 5_000_000
     index_entry_count: int = 20_000_000
-    flush_mode: FlushMode = FlushMode.ASYNC_FLUSH
+    flush_mode: FlushMode = FlushMode.SYNC_FLUSH
     flush_interval_ms: int = 500
     max_open_segments: int = 64
     limits: Limits = field(default_factory=Limits)

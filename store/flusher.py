@@ -10,8 +10,11 @@ Rules this module keeps:
 - Appends stay single-writer and never wait for an fsync: ``CommitLog.flush`` records
   ``max_offset`` before fsyncing and publishes ``flushed_offset`` after (commit_log.py), so a
   pwrite beyond the flushed offset can run during the fsync.
-- ``GroupCommitFlusher._condition`` guards ``_requested_offset``, ``_waiting_writers``,
-  ``_error`` and ``_running``; the fsync itself runs outside it.
+- ``GroupCommitFlusher._condition`` guards ``_requested_offset``, ``_idle``,
+  ``_waiting_writers``, ``_error`` and ``_running``; the fsync itself runs outside it.
+- A waiter always wakes an idle flusher thread. The highest offset ever requested is no
+  proof that a flush is coming: after ``CommitLog.truncate_after`` it can lie past the end,
+  and a writer refilling the truncated range asks for less than it.
 - A failed fsync is never a silent ack: every current and later waiter gets
   FlushFailedError, and ``stop()`` raises it too. The CommitLog keeps the failure sticky.
 - ``stop()`` flushes once more, so a clean shutdown leaves nothing unsynced.
@@ -94,6 +97,8 @@ class GroupCommitFlusher(_FlusherThread):
     def __init__(self, commit_log: CommitLog) -> None:
         super().__init__(commit_log)
         self._requested_offset = 0
+        # True while the thread sleeps waiting for work: only then must a waiter notify it.
+        self._idle = False
         self._waiting_writers = 0
 
     @property
@@ -123,8 +128,8 @@ class GroupCommitFlusher(_FlusherThread):
                         raise StoreClosedError(
                             f"the flusher stopped before {physical_offset_end} was flushed"
                         )
-                    if physical_offset_end > self._requested_offset:
-                        self._requested_offset = physical_offset_end
+                    if physical_offset_end > self._requested_offset or self._idle:
+                        self._requested_offset = max(self._requested_offset, physical_offset_end)
                         self._condition.notify_all()
                     remaining_s = deadline_s - time.monotonic()
                     if remaining_s <= 0:
@@ -147,7 +152,9 @@ class GroupCommitFlusher(_FlusherThread):
         while True:
             with self._condition:
                 while self._running and not self._has_work():
+                    self._idle = True
                     self._condition.wait()
+                self._idle = False
                 if not self._running:
                     return
             try:

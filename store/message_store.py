@@ -451,12 +451,6 @@ class MessageStore:
                 self._index.truncate_from(physical_offset)
                 self._dispatcher.reset(physical_offset)
             self._reload_next_queue_offsets()
-            if self._group_flusher is not None:
-                # The flusher remembers the highest offset ever requested, which now lies past
-                # the end: a fresh one serves the writes that refill the truncated range.
-                self._group_flusher.stop()
-                self._group_flusher = GroupCommitFlusher(self._commit_log)
-                self._group_flusher.start()
 
     # ------------------------------------------------------------------ dispatch
 

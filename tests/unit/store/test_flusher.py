@@ -181,7 +181,7 @@ def test_store_config_defaults_and_checks() -> None:
     config = StoreConfig(root_dir="/data")
     assert (config.segment_size_bytes, config.flush_mode, config.flush_interval_ms) == (
         1 << 30,
-        FlushMode.ASYNC_FLUSH,
+        FlushMode.SYNC_FLUSH,
         500,
     )
     assert (config.consume_queue_file_units, config.retention_hours) == (300_000, 72)
@@ -246,3 +246,20 @@ def test_an_unexpected_flush_error_still_reaches_waiters() -> None:
         flusher.wait_flushed(end, timeout_s=5)
     with pytest.raises(FlushFailedError):
         flusher.stop()
+
+
+def test_a_writer_refilling_a_truncated_range_wakes_the_flusher() -> None:
+    # Regression: the flusher remembered the highest offset ever requested, so after a
+    # truncation a writer asking for less never woke it and timed out.
+    log = open_log(SimFileSystem())
+    flusher = GroupCommitFlusher(log)
+    flusher.start()
+    ends = [append_one(log) for _ in range(3)]
+    flusher.wait_flushed(ends[-1], timeout_s=5)
+    log.truncate_after(ends[0])
+    wait_until(lambda: flusher._idle)
+    refilled_end = append_one(log)
+    assert refilled_end <= ends[-1]
+    flusher.wait_flushed(refilled_end, timeout_s=5)
+    assert log.flushed_offset == refilled_end
+    flusher.stop()
