@@ -28,7 +28,8 @@ Rules this module keeps:
   ``total_size`` and magic checked structurally, ``verify_entry`` refuses any single-byte
   change of an entry (DLedger's entry CRCs were never computed; ours always are).
 - Pure functions over bytes; no I/O. ``envelope_to_entry`` copies the payload once (into
-  ``Entry.data``); ``entry_to_envelope`` copies it once (into the envelope).
+  ``Entry.data``); a writer joins ``entry_envelope_parts`` into its block, copying the
+  payload once.
 - ``entry_to_envelope`` refuses a payload whose records do not name the physical offset where
   they will lie: a wrong plan is caught before a byte is written (recovery would otherwise
   cut the log there).
@@ -54,6 +55,7 @@ ENTRY_HEADER_SIZE_BYTES = _HEADER.size
 _CRC_POS = ENTRY_HEADER_SIZE_BYTES - 4
 # The CRC skips total_size and magic (bytes 0..7) and itself (bytes 28..31).
 _CRC_SKIP_BYTES = 8
+_CRC = struct.Struct(">I")
 _CONF_LENGTH = struct.Struct(">H")
 CONF_ENTRY_SIZE_BYTES = 128
 MAX_CONF_CHANGE_BYTES = CONF_ENTRY_SIZE_BYTES - ENTRY_HEADER_SIZE_BYTES - _CONF_LENGTH.size
@@ -88,8 +90,25 @@ def envelope_size_bytes(entry_type: EntryType, data_size_bytes: int) -> int:
     return ENTRY_HEADER_SIZE_BYTES + data_size_bytes
 
 
-def _crc(view: memoryview | bytearray) -> int:
-    return zlib.crc32(view[ENTRY_HEADER_SIZE_BYTES:], zlib.crc32(view[_CRC_SKIP_BYTES:_CRC_POS]))
+def encode_entry_head(
+    log_term: int,
+    log_index: int,
+    entry_type: EntryType,
+    payload: bytes | bytearray | memoryview,
+) -> bytes:
+    """Every byte of the envelope before the NORMAL payload (a CONF_CHANGE envelope whole),
+    so a writer can join heads and payloads into one block with a single copy."""
+    size = envelope_size_bytes(entry_type, len(payload))
+    magic = _MAGIC_OF_TYPE[entry_type]
+    if entry_type is EntryType.CONF_CHANGE:
+        tail = _CONF_LENGTH.pack(len(payload)) + bytes(payload)
+        tail += bytes(CONF_ENTRY_SIZE_BYTES - ENTRY_HEADER_SIZE_BYTES - len(tail))
+    else:
+        tail = b""
+    fields = _HEADER.pack(size, magic, log_term, log_index, entry_type, 0)
+    covered = tail if entry_type is EntryType.CONF_CHANGE else payload
+    crc = zlib.crc32(covered, zlib.crc32(fields[_CRC_SKIP_BYTES:_CRC_POS]))
+    return fields[:_CRC_POS] + _CRC.pack(crc) + tail
 
 
 def encode_entry(
@@ -101,17 +120,10 @@ def encode_entry(
     """The envelope of one entry. ``payload`` is ``Entry.data``: message records for NORMAL,
     the ``ConfChange`` bytes for CONF_CHANGE. Record offsets are not checked here (see
     ``entry_to_envelope``)."""
-    size = envelope_size_bytes(entry_type, len(payload))
-    buf = bytearray(size)
-    _HEADER.pack_into(buf, 0, size, _MAGIC_OF_TYPE[entry_type], log_term, log_index, entry_type, 0)
+    head = encode_entry_head(log_term, log_index, entry_type, payload)
     if entry_type is EntryType.CONF_CHANGE:
-        _CONF_LENGTH.pack_into(buf, ENTRY_HEADER_SIZE_BYTES, len(payload))
-        start = ENTRY_HEADER_SIZE_BYTES + _CONF_LENGTH.size
-        buf[start : start + len(payload)] = payload
-    else:
-        buf[ENTRY_HEADER_SIZE_BYTES:] = payload
-    struct.pack_into(">I", buf, _CRC_POS, _crc(buf))
-    return bytes(buf)
+        return head
+    return head + payload
 
 
 def decode_entry_header(view: bytes | bytearray | memoryview) -> EntryHeader:
@@ -142,7 +154,8 @@ def verify_entry(view: memoryview) -> bool:
         conf_length = _CONF_LENGTH.unpack_from(view, ENTRY_HEADER_SIZE_BYTES)[0]
         if conf_length > MAX_CONF_CHANGE_BYTES:
             return False
-    return _crc(view) == header.crc32
+    crc = zlib.crc32(view[_CRC_SKIP_BYTES:_CRC_POS])
+    return zlib.crc32(view[ENTRY_HEADER_SIZE_BYTES:], crc) == header.crc32
 
 
 ENTRY_ENVELOPE = Envelope(ENTRY_MAGIC, ENTRY_HEADER_SIZE_BYTES, verify_entry)
@@ -180,9 +193,17 @@ def check_record_offsets(
 def entry_to_envelope(entry: Entry, physical_offset: int) -> bytes:
     """The envelope of ``entry`` written at ``physical_offset``; ValueError when a nested
     record does not name where it will lie."""
-    if entry.type is EntryType.NORMAL:
-        check_record_offsets(entry.data, physical_offset + ENTRY_HEADER_SIZE_BYTES)
-    return encode_entry(entry.term, entry.index, entry.type, entry.data)
+    return b"".join(entry_envelope_parts(entry, physical_offset))
+
+
+def entry_envelope_parts(entry: Entry, physical_offset: int) -> tuple[bytes, bytes]:
+    """``(head, payload)`` of ``entry``'s envelope at ``physical_offset`` (their join is the
+    envelope; the payload is ``entry.data`` itself, not a copy). ValueError when a nested
+    record does not name where it will lie."""
+    if entry.type is EntryType.CONF_CHANGE:
+        return encode_entry_head(entry.term, entry.index, entry.type, entry.data), b""
+    check_record_offsets(entry.data, physical_offset + ENTRY_HEADER_SIZE_BYTES)
+    return encode_entry_head(entry.term, entry.index, entry.type, entry.data), entry.data
 
 
 def envelope_to_entry(view: bytes | bytearray | memoryview) -> Entry:

@@ -319,7 +319,8 @@ class RaftIndex:
             if not self._fs.exists(self._path(file_start)):
                 return
             data = self._handle(file_start).pread(count * UNIT_SIZE_BYTES, position)
-            yield from (IndexUnit._make(fields) for fields in _UNIT.iter_unpack(data))
+            whole = len(data) - len(data) % UNIT_SIZE_BYTES
+            yield from (IndexUnit._make(fields) for fields in _UNIT.iter_unpack(data[:whole]))
             if len(data) != count * UNIT_SIZE_BYTES:
                 return  # a short file: what follows is missing, the caller cuts there
 

@@ -72,7 +72,7 @@ from raftlog.node.hard_state_file import (
 from raftlog.node.raft_entry import (
     ENTRY_ENVELOPES,
     decode_entry_header,
-    entry_to_envelope,
+    entry_envelope_parts,
     envelope_size_bytes,
     envelope_to_entry,
     verify_entry,
@@ -349,10 +349,10 @@ class RaftLogStorage:
             if not entries:
                 return
             first_new_index = entries[0].index
-        envelopes = self._encode(entries, self._end_before(first_new_index))
+        units, parts = self._encode(entries, self._end_before(first_new_index))
         if first_new_index <= self.last_index():
             self._truncate(first_new_index)
-        self._write(first_new_index, envelopes)
+        self._write(first_new_index, units, parts)
         last = entries[-1]
         self._last_term = last.term
         self._planned_end_offset = max(self._planned_end_offset, self._log_end_offset)
@@ -363,18 +363,22 @@ class RaftLogStorage:
             return self._point.end_physical_offset
         return self._index.unit(log_index - 1).end_physical_offset
 
-    def _encode(self, entries: Sequence[Entry], end_offset: int) -> list[tuple[int, bytes]]:
-        """``(physical_offset, envelope)`` per entry, placed from ``end_offset``; nothing is
-        written, so a refused entry leaves the log untouched."""
+    def _encode(
+        self, entries: Sequence[Entry], end_offset: int
+    ) -> tuple[list[IndexUnit], list[tuple[bytes, bytes]]]:
+        """Each entry's placement from ``end_offset`` and its envelope's (head, payload);
+        nothing is written, so a refused entry leaves the log untouched."""
         segment_size_bytes = self._commit_log.segment_size_bytes
-        placed: list[tuple[int, bytes]] = []
+        units: list[IndexUnit] = []
+        parts: list[tuple[bytes, bytes]] = []
         for expected_index, entry in enumerate(entries, entries[0].index):
             assert entry.index == expected_index, "entries must have consecutive indexes"
             size = envelope_size_bytes(entry.type, len(entry.data))
             position = next_entry_position(end_offset, size, segment_size_bytes)
-            placed.append((position, entry_to_envelope(entry, position)))
+            parts.append(entry_envelope_parts(entry, position))
+            units.append(IndexUnit(position, size, entry.term))
             end_offset = position + size
-        return placed
+        return units, parts
 
     def _truncate(self, first_dropped_index: int) -> None:
         """Drop entries from ``first_dropped_index`` on, durably: the index first (a crash in
@@ -391,23 +395,21 @@ class RaftLogStorage:
         self._truncate_commit_log(end_offset)
         self._log_end_offset = self._planned_end_offset = end_offset
 
-    def _write(self, first_index: int, envelopes: Sequence[tuple[int, bytes]]) -> None:
+    def _write(
+        self, first_index: int, units: Sequence[IndexUnit], parts: Sequence[tuple[bytes, bytes]]
+    ) -> None:
         """Write placed envelopes with one CommitLog append per run of back-to-back ones."""
-        units = [
-            IndexUnit(position, len(envelope), decode_entry_header(envelope).log_term)
-            for position, envelope in envelopes
-        ]
         run_start = 0
-        for position in range(1, len(envelopes) + 1):
-            if position < len(envelopes) and self._back_to_back(
-                units[position - 1].end_physical_offset, envelopes[position][0]
+        for position in range(1, len(units) + 1):
+            if position < len(units) and self._back_to_back(
+                units[position - 1].end_physical_offset, units[position].physical_offset
             ):
                 continue
-            block = b"".join(envelope for _, envelope in envelopes[run_start:position])
+            block = b"".join(part for pair in parts[run_start:position] for part in pair)
             written = self._commit_log.append(block)
-            assert written == envelopes[run_start][0], (
+            assert written == units[run_start].physical_offset, (
                 f"the commit log wrote at {written}, the entry was placed at "
-                f"{envelopes[run_start][0]}"
+                f"{units[run_start].physical_offset}"
             )
             run_start = position
         self._index.append(first_index, units)
