@@ -339,6 +339,11 @@ def iter_entry_headers(
     CommitLog, crossing end-of-segment blanks. A plain record (not in an envelope) is an
     error: in a Raft store every item is an entry."""
     segment_size_bytes = commit_log.segment_size_bytes
+    if start < min(end, commit_log.min_offset):
+        raise CorruptRecordError(
+            f"entries from physical offset {start} must be indexed, but retention deleted the "
+            f"commit log below {commit_log.min_offset} (compact before retention)"
+        )
     position = start
     while position < end:
         segment_end = position - position % segment_size_bytes + segment_size_bytes

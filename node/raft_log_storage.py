@@ -146,10 +146,12 @@ class RaftLogStorage:
             )
             self._save_snapshot_point(point)
         self._point = point
-        if not commit_log.min_offset <= point.end_physical_offset <= commit_log.max_offset:
+        # Below min_offset is allowed: retention may have deleted segments past the snapshot
+        # point (reads of those entries raise LogCompactedError; see compact()).
+        if point.end_physical_offset > commit_log.max_offset:
             raise CorruptStateFileError(
-                f"the snapshot point places the next entry at {point.end_physical_offset}; the "
-                f"commit log holds [{commit_log.min_offset}, {commit_log.max_offset})"
+                f"the snapshot point places the next entry at {point.end_physical_offset}, "
+                f"past the end of the commit log ({commit_log.max_offset})"
             )
         self._index = RaftIndex(
             fs, os.path.join(root_dir, RAFT_INDEX_DIR), point.meta.index + 1, index_units_per_file
@@ -465,7 +467,13 @@ class RaftLogStorage:
     def compact(self, compact_index: int, conf_state: ConfState) -> None:
         """Make ``compact_index`` the snapshot point with membership ``conf_state`` (as
         MemoryStorage.compact) and forget index units up to it. The CommitLog bytes stay
-        until the store's retention deletes their segments. Durable when it returns."""
+        until the store's retention deletes their segments. Durable when it returns.
+
+        Retention must not outrun compaction: the node compacts (at most up to its applied
+        index, where ``RawNode.conf_state`` gives the membership) before the store's
+        retention deletes the segments holding those entries, so the snapshot point never
+        lies inside deleted segments; otherwise ``snapshot()`` would offer followers a point
+        whose successors are gone."""
         if compact_index <= self._point.meta.index:
             return
         assert compact_index <= self.last_index(), "compacting beyond the log"

@@ -257,3 +257,23 @@ def test_vote_is_durable_at_sync_and_a_bare_commit_index_at_close() -> None:
     reopened.set_hard_state(HardState(2, "b", 9))
     reopened.close()
     assert open_storage(fs).initial_state()[0] == HardState(2, "b", 9)
+
+
+def test_compaction_then_retention_survives_a_restart() -> None:
+    fs = SimFileSystem()
+    storage = open_storage(fs)
+    entries = LeaderLog(SEGMENT_SIZE_BYTES).entries(1, 1, specs(40))
+    storage.append(entries)
+    log = storage.commit_log
+    first_segment_end = log.min_offset + SEGMENT_SIZE_BYTES
+    ends = {index: storage.placement(index).end_physical_offset for index in range(1, 41)}
+    last_deleted = max(index for index, end in ends.items() if end <= first_segment_end)
+    conf_state = ConfState(voters=("a", "b", "c"), learners=("d",))
+    storage.compact(last_deleted, conf_state)
+    log.flush()
+    log.delete_segment(log.min_offset)
+    storage.close()
+    reopened = open_storage(fs)
+    assert reopened.first_index() == last_deleted + 1
+    assert reopened.initial_state()[1] == conf_state
+    assert all_entries(reopened) == entries[last_deleted:]
