@@ -10,10 +10,12 @@ Rules this module keeps:
 - Units exist for ``[first_index, last_index]`` only. ``first_index`` may be above 1 (after
   compaction or a snapshot): units below it are never read, and files wholly below it are
   deleted; a file's leading units below ``first_index`` are simply never written (sparse).
-- The index is derived data. ``sync`` makes appended units durable (the storage calls it after
-  the CommitLog flush); truncation is durable when it returns, so no stale unit can come back
-  after a crash. ``recover`` checks the units against the CommitLog and rebuilds the tail by
-  walking the CommitLog's envelopes; it never trusts a unit the CommitLog does not confirm.
+- The index is derived data. ``sync`` makes appended units durable (the storage calls it
+  now and then, not on every Ready); truncation is durable when it returns, so no stale unit
+  can come back after a crash. ``recover`` keeps the longest prefix of units that are placed
+  exactly where the placement rule puts them (a lost page reads as zeros, a torn unit as
+  garbage: both break the chain) and whose last unit matches its envelope's header, then
+  rebuilds the tail by walking the CommitLog's envelopes.
 - Entry placement is a pure function of the previous entry's end, the envelope size and the
   segment size (``next_entry_position``, the same rule as ``CommitLog.position_for``): this is
   what makes replicas that write the same entries in the same order byte-identical.
@@ -45,6 +47,8 @@ _UNIT = struct.Struct(">qiq")
 UNIT_SIZE_BYTES = _UNIT.size
 DEFAULT_UNITS_PER_FILE = 1 << 20
 _MAX_OPEN_FILES = 4
+# The newest units are also kept in memory: the core asks for recent terms all the time.
+_TAIL_UNITS = 4096
 _ITEM_HEAD = struct.Struct(">iI")
 
 
@@ -91,6 +95,8 @@ class RaftIndex:
         fs.makedirs(directory)
         self._first_index = first_index
         self._last_index = first_index - 1
+        # Units of [last_index + 1 - len(_tail), last_index]: always a suffix of the index.
+        self._tail: list[IndexUnit] = []
         starts = sorted(
             start
             for start in map(parse_segment_file_name, fs.listdir(directory))
@@ -146,12 +152,19 @@ class RaftIndex:
             )
         return self.units(log_index, log_index + 1)[0]
 
+    @property
+    def _tail_first_index(self) -> int:
+        return self._last_index + 1 - len(self._tail)
+
     def units(self, low: int, high: int) -> list[IndexUnit]:
         """The units of ``[low, high)``, which must lie in ``[first_index, last_index]``."""
         if not self._first_index <= low <= high <= self._last_index + 1:
             raise IndexError(
                 f"log indexes [{low}, {high}) outside [{self._first_index}, {self._last_index}]"
             )
+        tail_first_index = self._tail_first_index
+        if low >= tail_first_index:
+            return self._tail[low - tail_first_index : high - tail_first_index]
         found: list[IndexUnit] = []
         for file_start, position, count in self._spans(low, high):
             data = self._handle(file_start).pread(count * UNIT_SIZE_BYTES, position)
@@ -188,6 +201,9 @@ class RaftIndex:
             self._dirty.add(file_start)
             done += count
         self._last_index += len(units)
+        self._tail.extend(units)
+        if len(self._tail) > 2 * _TAIL_UNITS:
+            del self._tail[:-_TAIL_UNITS]
 
     def sync(self) -> None:
         """Make every appended unit durable."""
@@ -215,6 +231,7 @@ class RaftIndex:
                 handle.sync()
         if doomed:
             self._fs.sync_dir(self._directory)
+        del self._tail[max(0, log_index - self._tail_first_index) :]
         self._last_index = log_index - 1
 
     def compact_to(self, first_index: int) -> None:
@@ -224,6 +241,7 @@ class RaftIndex:
             self.truncate_from(self._first_index)
             self._last_index = first_index - 1
         self._first_index = max(self._first_index, first_index)
+        del self._tail[: max(0, self._first_index - self._tail_first_index)]
         first_file = self._file_start(self._first_index)
         doomed = [start for start in self._file_starts() if start < first_file]
         for file_start in doomed:
@@ -236,6 +254,7 @@ class RaftIndex:
         self.truncate_from(self._first_index)
         self._first_index = first_index
         self._last_index = first_index - 1
+        self._tail.clear()
         for file_start in self._file_starts():
             self._remove_file(file_start)
         self._fs.sync_dir(self._directory)
