@@ -101,8 +101,10 @@ RAFT_INDEX_DIR = "raftindex"
 RAFT_STATE_DIR = "raftstate"
 SNAPSHOT_POINT_FILE_NAME = "snapshot_point"
 _SNAPSHOT_POINT_MAGIC = 0x534E5054  # "SNPT"
-# Entries read back per index lookup; bounds memory when the core asks for a long range.
+# Entries read back per index lookup, and bytes per CommitLog read: both bound the memory
+# and the reading wasted when the core asks for a long range with a small byte limit.
 _UNITS_PER_READ = 256
+_READ_RUN_BYTES = 1 << 20
 # Recovery re-derives at most about this many index units from the CommitLog after a crash.
 _INDEX_SYNC_INTERVAL_ENTRIES = 1024
 
@@ -294,22 +296,27 @@ class RaftLogStorage:
             units = self._index.units(chunk_low, chunk_high)
             if units[0].physical_offset < self._commit_log.min_offset:
                 raise LogCompactedError(chunk_low)  # retention deleted its segment
-            run_start = 0
-            for position in range(1, len(units) + 1):
-                if position < len(units) and self._back_to_back(
-                    units[position - 1].end_physical_offset, units[position].physical_offset
+            # The caller stops pulling at its byte limit: runs are small so little is wasted.
+            for start, stop in self._runs(units, _READ_RUN_BYTES):
+                yield from self._read_run(chunk_low + start, units[start:stop])
+
+    def _runs(self, units: Sequence[IndexUnit], max_run_bytes: int) -> Iterator[tuple[int, int]]:
+        """``[start, stop)`` ranges of ``units`` whose envelopes lie back to back in one
+        segment (one CommitLog read or append each), of at most ``max_run_bytes`` unless a
+        single envelope is larger."""
+        segment_size_bytes = self._commit_log.segment_size_bytes
+        start = 0
+        for position in range(1, len(units) + 1):
+            if position < len(units):
+                unit = units[position]
+                if (
+                    unit.physical_offset == units[position - 1].end_physical_offset
+                    and unit.physical_offset % segment_size_bytes != 0
+                    and unit.end_physical_offset - units[start].physical_offset <= max_run_bytes
                 ):
                     continue
-                yield from self._read_run(chunk_low + run_start, units[run_start:position])
-                run_start = position
-
-    def _back_to_back(self, end_physical_offset: int, next_physical_offset: int) -> bool:
-        """Whether an item at ``next_physical_offset`` continues, in the same segment, the one
-        ending at ``end_physical_offset`` (CommitLog reads and appends stay in one segment)."""
-        return (
-            next_physical_offset == end_physical_offset
-            and next_physical_offset % self._commit_log.segment_size_bytes != 0
-        )
+            yield start, position
+            start = position
 
     def _read_run(self, first_index: int, units: Sequence[IndexUnit]) -> Iterator[Entry]:
         """Entries whose envelopes lie back to back (one read)."""
@@ -401,19 +408,13 @@ class RaftLogStorage:
         self, first_index: int, units: Sequence[IndexUnit], parts: Sequence[tuple[bytes, bytes]]
     ) -> None:
         """Write placed envelopes with one CommitLog append per run of back-to-back ones."""
-        run_start = 0
-        for position in range(1, len(units) + 1):
-            if position < len(units) and self._back_to_back(
-                units[position - 1].end_physical_offset, units[position].physical_offset
-            ):
-                continue
-            block = b"".join(part for pair in parts[run_start:position] for part in pair)
+        for start, stop in self._runs(units, self._commit_log.segment_size_bytes):
+            block = b"".join(part for pair in parts[start:stop] for part in pair)
             written = self._commit_log.append(block)
-            assert written == units[run_start].physical_offset, (
+            assert written == units[start].physical_offset, (
                 f"the commit log wrote at {written}, the entry was placed at "
-                f"{units[run_start].physical_offset}"
+                f"{units[start].physical_offset}"
             )
-            run_start = position
         self._index.append(first_index, units)
         self._log_end_offset = units[-1].end_physical_offset
 
