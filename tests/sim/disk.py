@@ -241,10 +241,11 @@ class SimDisk:
                 survived += 1
             if keep < len(self._unsynced):
                 cut = self._unsynced[keep]
-                if isinstance(cut, Append) and len(cut.entries) > 1:
-                    kept_entries = rng.randint(1, len(cut.entries) - 1)
-                    self.synced.apply(Append(cut.entries[:kept_entries]))
-                    survived += 1
+                if isinstance(cut, Append):
+                    kept_entries = rng.randint(0, len(cut.entries) - 1)
+                    if kept_entries:
+                        self.synced.apply(Append(cut.entries[:kept_entries]))
+                        survived += 1
         self._unsynced.clear()
         self.current = self.synced.copy()
         return survived
