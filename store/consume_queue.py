@@ -18,6 +18,13 @@ Rules this module keeps:
   CommitLog, so writes here are not synced one by one, nor are the directories of new files;
   ``FileHandleCache.sync_dirty`` makes both durable before a checkpoint records them as
   dispatched. (One directory fsync per new file would dominate writing to 10,000 new queues.)
+- Write-behind: a queue given a ``WriteBehind`` buffers appended units in memory and writes
+  them in one pass with every other queue's (each file opened once per pass, a file's units in
+  one pwrite) when ``WriteBehind.write_all`` runs: at its bound on buffered units, and by the
+  store before every checkpoint and close. Reads (units, ``max_queue_offset``, time and
+  physical-offset searches) see buffered units as if written. A crash loses only buffered
+  units, which lie past the last checkpoint's dispatched offset and are redone from the
+  CommitLog. (One open + pwrite + close per unit thrashed the handle cache at 10,000 queues.)
 """
 
 from __future__ import annotations
@@ -55,6 +62,38 @@ def encode_unit(physical_offset: int, size_bytes: int, tag_hash: int) -> bytes:
 def decode_unit(buf: bytes | memoryview, pos: int = 0) -> ConsumeQueueUnit:
     """The unit whose 20 bytes start at ``pos``."""
     return ConsumeQueueUnit._make(_UNIT.unpack_from(buf, pos))
+
+
+class WriteBehind:
+    """The ConsumeQueues holding buffered units, and how many units they hold in all.
+
+    Single writer, like the queues: the dispatcher adds units, and the store calls
+    ``write_all`` under the same lock that serialises dispatch."""
+
+    def __init__(self, max_buffered_units: int) -> None:
+        assert max_buffered_units >= 1
+        self._max_buffered_units = max_buffered_units
+        self._queues: dict[ConsumeQueue, None] = {}  # insertion-ordered set
+        self._buffered_units = 0
+
+    @property
+    def buffered_units(self) -> int:
+        """Units added since the last ``write_all`` (an upper bound once a queue truncated)."""
+        return self._buffered_units
+
+    def added(self, queue: ConsumeQueue, unit_count: int) -> None:
+        """``queue`` buffered ``unit_count`` more units; at the bound, write everything."""
+        self._queues[queue] = None
+        self._buffered_units += unit_count
+        if self._buffered_units >= self._max_buffered_units:
+            self.write_all()
+
+    def write_all(self) -> None:
+        """Write every buffered unit to its file (not synced: see ``FileHandleCache``)."""
+        for queue in self._queues:
+            queue.write_buffered()
+        self._queues.clear()
+        self._buffered_units = 0
 
 
 def file_name(start_byte: int) -> str:
@@ -189,7 +228,8 @@ class FileHandleCache:
 
 class ConsumeQueue:
     """The units of one topic/queue. Single writer (the dispatcher); readers may run
-    concurrently: the end moves only after the units are written."""
+    concurrently: the end moves only after the units are buffered or written. Without a
+    ``write_behind`` every append is written at once."""
 
     def __init__(
         self,
@@ -199,6 +239,7 @@ class ConsumeQueue:
         topic: str,
         queue_id: int,
         file_units: int,
+        write_behind: WriteBehind | None = None,
     ) -> None:
         assert file_units >= 1
         self.topic = topic
@@ -207,17 +248,22 @@ class ConsumeQueue:
         self._handles = handles
         self._directory = os.path.join(root_dir, CONSUME_QUEUE_DIR, topic, str(queue_id))
         self._file_units = file_units
+        self._write_behind = write_behind
         # Start queue offsets of the files, ascending; never empty once a unit was written.
         self._file_starts: list[int] = []
+        # Units from queue offset ``_written_end`` to ``_max_queue_offset``, not yet written.
+        self._buffered = bytearray()
+        self._written_end = 0
         self._max_queue_offset = 0
-        self._lock = threading.Lock()
+        # Guards the buffer against readers; reentrant because truncation searches by reading.
+        self._lock = threading.RLock()
         self._load()
 
     @property
     def min_queue_offset(self) -> int:
         """The first queue offset still on disk (retention deletes whole files)."""
         starts = self._file_starts
-        return starts[0] if starts else self._max_queue_offset
+        return starts[0] if starts else self._written_end
 
     @property
     def max_queue_offset(self) -> int:
@@ -226,32 +272,65 @@ class ConsumeQueue:
 
     def append_units(self, first_queue_offset: int, units: bytes | bytearray) -> None:
         """Append encoded units, the first at ``first_queue_offset``, which must be the
-        queue's end (queue offsets are dense)."""
+        queue's end (queue offsets are dense). Buffered when the queue has a write-behind."""
         assert len(units) % UNIT_SIZE_BYTES == 0
         with self._lock:
             assert first_queue_offset == self._max_queue_offset, (
                 f"{self.topic}/{self.queue_id}: unit for queue offset {first_queue_offset}, "
                 f"expected {self._max_queue_offset}"
             )
-            view = memoryview(units)
-            queue_offset = first_queue_offset
-            while view:
+            self._buffered += units
+            self._max_queue_offset += len(units) // UNIT_SIZE_BYTES
+        if self._write_behind is None:
+            self.write_buffered()
+        else:
+            self._write_behind.added(self, len(units) // UNIT_SIZE_BYTES)
+
+    def write_buffered(self) -> None:
+        """Write the buffered units: one pwrite per file they fall in."""
+        with self._lock:
+            buffered = self._buffered
+            queue_offset = self._written_end
+            while queue_offset < self._max_queue_offset:
                 file_start = queue_offset - queue_offset % self._file_units
                 if not self._file_starts or self._file_starts[-1] != file_start:
                     self._create_file(file_start)
-                room_units = file_start + self._file_units - queue_offset
-                chunk = view[: room_units * UNIT_SIZE_BYTES]
+                chunk_end = min(file_start + self._file_units, self._max_queue_offset)
+                first_byte = (queue_offset - self._written_end) * UNIT_SIZE_BYTES
                 self._handles.pwrite(
-                    self._path(file_start), chunk, (queue_offset - file_start) * UNIT_SIZE_BYTES
+                    self._path(file_start),
+                    buffered[
+                        first_byte : first_byte + (chunk_end - queue_offset) * UNIT_SIZE_BYTES
+                    ],
+                    (queue_offset - file_start) * UNIT_SIZE_BYTES,
                 )
-                queue_offset += len(chunk) // UNIT_SIZE_BYTES
-                view = view[len(chunk) :]
-            self._max_queue_offset = queue_offset
+                queue_offset = chunk_end
+            buffered.clear()
+            self._written_end = queue_offset
 
     def read(self, queue_offset: int, max_units: int) -> list[ConsumeQueueUnit]:
         """Up to ``max_units`` units from ``queue_offset`` (clamped to what exists)."""
-        queue_offset = max(queue_offset, self.min_queue_offset)
-        end_queue_offset = min(queue_offset + max_units, self._max_queue_offset)
+        with self._lock:
+            queue_offset = max(queue_offset, self.min_queue_offset)
+            end_queue_offset = min(queue_offset + max_units, self._max_queue_offset)
+            # Buffered units are copied under the lock; written ones stay on disk for good
+            # (only truncation and retention remove them), so they are read without it.
+            written_end = self._written_end
+            buffered_from = max(queue_offset, written_end)
+            buffered = bytes(
+                self._buffered[
+                    (buffered_from - written_end) * UNIT_SIZE_BYTES : (
+                        end_queue_offset - written_end
+                    )
+                    * UNIT_SIZE_BYTES
+                ]
+            )
+        units = self._read_written(queue_offset, min(end_queue_offset, written_end))
+        if buffered and queue_offset + len(units) == buffered_from:
+            units.extend(map(ConsumeQueueUnit._make, _UNIT.iter_unpack(buffered)))
+        return units
+
+    def _read_written(self, queue_offset: int, end_queue_offset: int) -> list[ConsumeQueueUnit]:
         units: list[ConsumeQueueUnit] = []
         while queue_offset < end_queue_offset:
             file_start = queue_offset - queue_offset % self._file_units
@@ -316,6 +395,12 @@ class ConsumeQueue:
             keep_end = self.queue_offset_for_physical_offset(physical_offset)
             if keep_end == self._max_queue_offset:
                 return
+            self._max_queue_offset = keep_end
+            if keep_end >= self._written_end:
+                del self._buffered[(keep_end - self._written_end) * UNIT_SIZE_BYTES :]
+                return
+            self._buffered.clear()
+            self._written_end = keep_end
             while self._file_starts and self._file_starts[-1] > keep_end:
                 self._handles.remove(self._path(self._file_starts.pop()))
             if self._file_starts:
@@ -324,7 +409,6 @@ class ConsumeQueue:
                     self._path(file_start), (keep_end - file_start) * UNIT_SIZE_BYTES
                 )
             self._fs.sync_dir(self._directory)
-            self._max_queue_offset = keep_end
 
     def delete_files_below(self, physical_offset: int) -> int:
         """Delete files (never the last) whose units all point below ``physical_offset``, the
@@ -362,7 +446,7 @@ class ConsumeQueue:
         valid_units = self._count_leading_valid_units(last_path, whole_units)
         if valid_units * UNIT_SIZE_BYTES != self._fs.file_size(last_path):
             self._handles.truncate(last_path, valid_units * UNIT_SIZE_BYTES)
-        self._max_queue_offset = last_start + valid_units
+        self._max_queue_offset = self._written_end = last_start + valid_units
 
     def _count_leading_valid_units(self, path: str, whole_units: int) -> int:
         """``whole_units`` minus the trailing units a crash left as zeros (size 0 is never

@@ -45,7 +45,13 @@ from raftlog.store.checkpoint import (
 )
 from raftlog.store.commit_log import CommitLog, Envelope
 from raftlog.store.config import FlushMode, StoreConfig
-from raftlog.store.consume_queue import ConsumeQueue, ConsumeQueueUnit, FileHandleCache, list_queues
+from raftlog.store.consume_queue import (
+    ConsumeQueue,
+    ConsumeQueueUnit,
+    FileHandleCache,
+    WriteBehind,
+    list_queues,
+)
 from raftlog.store.consumer_offsets import ConsumerOffsets
 from raftlog.store.dispatcher import Dispatcher
 from raftlog.store.errors import (
@@ -84,6 +90,8 @@ DEFAULT_STORE_HOST = ("127.0.0.1", 10911)
 DEFAULT_MAX_OPEN_QUEUE_FILES = 256
 DEFAULT_SYNC_FLUSH_TIMEOUT_S = 5.0
 DEFAULT_HOUSEKEEPING_INTERVAL_MS = 1000
+# ConsumeQueue units buffered in memory (20 bytes each) before they are written out.
+MAX_BUFFERED_CONSUME_QUEUE_UNITS = 200_000
 COMMIT_LOG_DIR = "commitlog"
 # A tag-filtered read inspects at most this many units before returning what it found.
 _MAX_UNITS_SCANNED_PER_GET = 16384
@@ -186,6 +194,7 @@ class MessageStore:
                 envelopes,
             )
             self._handles = FileHandleCache(fs, max_open_queue_files)
+            self._write_behind = WriteBehind(MAX_BUFFERED_CONSUME_QUEUE_UNITS)
             self._queues: dict[tuple[str, int], ConsumeQueue] = {}
             self._next_queue_offsets: dict[tuple[str, int], int] = {}
             self._index = IndexService(
@@ -621,12 +630,19 @@ class MessageStore:
                         topic,
                         queue_id,
                         self._config.consume_queue_file_units,
+                        self._write_behind,
                     )
         return queue
 
     def _all_consume_queues(self) -> list[ConsumeQueue]:
+        """Every queue with units: on disk, or so far only buffered (no directory yet)."""
         on_disk = list_queues(self._fs, self._config.root_dir)
-        return [self._consume_queue(topic, queue_id) for topic, queue_id in on_disk]
+        with self._queues_lock:
+            in_memory = list(self._queues)
+        return [
+            self._consume_queue(topic, queue_id)
+            for topic, queue_id in sorted(set(on_disk).union(in_memory))
+        ]
 
     # ------------------------------------------------------------------ durability, retention
 
@@ -638,7 +654,9 @@ class MessageStore:
         """Make ConsumeQueues, the index and the CommitLog durable, then record how far: a
         restart redoes dispatch only past this point."""
         with self._dispatch_lock:
-            # Every unit below ``dispatched`` is written, so it is in ``dirty`` or durable.
+            # Every unit below ``dispatched`` is written once the buffered ones are, so it is
+            # in ``dirty`` or durable.
+            self._write_behind.write_all()
             dispatched = self._dispatcher.dispatched_physical_offset
             dirty = self._handles.take_dirty()
         self._handles.sync_files(dirty)
@@ -658,6 +676,8 @@ class MessageStore:
     def run_retention(self) -> RetentionReport:
         """One retention pass (the owner schedules it, RocketMQ-style every few seconds)."""
         with self._write_lock, self._dispatch_lock:
+            # Retention deletes whole ConsumeQueue files: buffered units must be in them.
+            self._write_behind.write_all()
             return self._retention.run()
 
     def _housekeep(self) -> None:

@@ -6,6 +6,7 @@ from raftlog.store.consume_queue import (
     ConsumeQueue,
     ConsumeQueueUnit,
     FileHandleCache,
+    WriteBehind,
     decode_unit,
     encode_unit,
     list_queues,
@@ -166,3 +167,41 @@ def test_dirty_files_survive_power_loss_only_after_sync(tmp_path) -> None:
         100,
     ]
     assert ConsumeQueue(fs, handles, root, "b", 0, 4).read(0, 1)[0].physical_offset == 50
+
+
+def test_write_behind_buffers_until_write_all_and_reads_see_buffered_units(tmp_path) -> None:
+    fs = OsFileSystem()
+    write_behind = WriteBehind(max_buffered_units=100)
+    queue = ConsumeQueue(fs, FileHandleCache(fs, 8), str(tmp_path), "orders", 1, 4, write_behind)
+    queue.append_units(0, units_for([0, 100, 200]))
+    assert not os.path.exists(tmp_path / "consumequeue")  # nothing written yet
+    write_behind.write_all()
+    queue.append_units(3, units_for([300, 400, 500]))  # straddles written and buffered
+    assert write_behind.buffered_units == 3
+    assert [u.physical_offset for u in queue.read(1, 10)] == [100, 200, 300, 400, 500]
+    assert (queue.min_queue_offset, queue.max_queue_offset) == (0, 6)
+    assert queue.queue_offset_for_physical_offset(350) == 4
+    queue.truncate_from_physical_offset(500)  # cuts only the buffer
+    queue.truncate_from_physical_offset(200)  # cuts the buffer and a written unit
+    queue.append_units(2, units_for([250]))
+    write_behind.write_all()
+    reopened = make_queue(tmp_path, topic="orders", queue_id=1)
+    assert [u.physical_offset for u in reopened.read(0, 10)] == [0, 100, 250]
+
+
+def test_write_behind_writes_everything_at_its_bound(tmp_path) -> None:
+    fs = OsFileSystem()
+    handles = FileHandleCache(fs, 8)
+    write_behind = WriteBehind(max_buffered_units=4)
+    first = ConsumeQueue(fs, handles, str(tmp_path), "a", 0, 4, write_behind)
+    second = ConsumeQueue(fs, handles, str(tmp_path), "b", 0, 4, write_behind)
+    first.append_units(0, units_for([0, 100]))
+    second.append_units(0, units_for([50]))
+    assert write_behind.buffered_units == 3 and not list_queues(fs, str(tmp_path))
+    second.append_units(1, units_for([150]))  # the fourth unit reaches the bound
+    assert write_behind.buffered_units == 0
+    assert list_queues(fs, str(tmp_path)) == [("a", 0), ("b", 0)]
+    assert [u.physical_offset for u in make_queue(tmp_path, topic="b", queue_id=0).read(0, 9)] == [
+        50,
+        150,
+    ]
