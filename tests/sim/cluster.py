@@ -7,7 +7,8 @@ Rules this module keeps:
 - Node ids are "n1".."nN" and every loop over nodes goes in sorted order.
 - Randomness: the cluster's own ``random.Random`` hands a child seed to the network, to crash
   tearing, and to every new RawNode life; nothing else draws from it.
-- Calls into a node that could re-enter it (snapshot reports) wait until its Ready is drained.
+- Calls into a node that could re-enter it (snapshot and unreachable reports) wait until its
+  Ready is drained.
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ from .workload import Workload
 
 
 @dataclass(frozen=True, slots=True)
-class SnapshotReport:
+class TransportReport:
+    """What the transport tells a sender afterwards: a SNAPSHOT's outcome (``success``), or
+    that ``target`` is unreachable (``success`` None)."""
+
     source: NodeId
     source_incarnation: int
     target: NodeId
-    success: bool
+    success: bool | None
 
 
 class Cluster:
@@ -64,7 +68,7 @@ class Cluster:
         }
         self._seen_roles: dict[NodeId, tuple[Role, int]] = {}
         self._crash_soon: set[NodeId] = set()
-        self._snapshot_reports: list[SnapshotReport] = []
+        self._transport_reports: list[TransportReport] = []
         for node_id in self.node_ids:
             self.restart(node_id)
 
@@ -155,8 +159,8 @@ class Cluster:
             assert message.snapshot is not None
             key = (message.snapshot.index, message.snapshot.term)
             driver.staged_snapshots[key] = envelope.snapshot_entries
-            self._snapshot_reports.append(
-                SnapshotReport(message.source, envelope.source_incarnation, message.target, True)
+            self._transport_reports.append(
+                TransportReport(message.source, envelope.source_incarnation, message.target, True)
             )
         driver.node.step(message)
         self._after_call(driver)
@@ -165,10 +169,10 @@ class Cluster:
         message = envelope.message
         self.history.record(self.clock.now_tick, "drop", *_message_fields(message))
         if message.type == MessageType.SNAPSHOT:
-            self._snapshot_reports.append(
-                SnapshotReport(message.source, envelope.source_incarnation, message.target, False)
+            self._transport_reports.append(
+                TransportReport(message.source, envelope.source_incarnation, message.target, False)
             )
-            self._flush_snapshot_reports()
+            self._flush_transport_reports()
 
     def _after_call(self, driver: NodeDriver) -> None:
         """Drain the node's Ready, observe its role, then do what had to wait for that."""
@@ -182,15 +186,18 @@ class Cluster:
         self.checker.observe_role(driver.node_id, node.role, node.term, driver.disk.current)
         if driver.node_id in self._crash_soon:
             self.crash(driver.node_id, torn=False)
-        self._flush_snapshot_reports()
+        self._flush_transport_reports()
 
-    def _flush_snapshot_reports(self) -> None:
-        while self._snapshot_reports:
-            report = self._snapshot_reports.pop(0)
+    def _flush_transport_reports(self) -> None:
+        while self._transport_reports:
+            report = self._transport_reports.pop(0)
             source = self.drivers[report.source]
             if source.node is None or source.incarnation != report.source_incarnation:
                 continue
-            source.node.report_snapshot(report.target, report.success)
+            if report.success is None:
+                source.node.report_unreachable(report.target)
+            else:
+                source.node.report_snapshot(report.target, report.success)
             self._after_call(source)
 
     # -- ReadyHooks ------------------------------------------------------------------------
@@ -235,8 +242,15 @@ class Cluster:
         if copies == 0:
             self.history.record(now_tick, "lost", *_message_fields(message))
             if message.type == MessageType.SNAPSHOT:
-                self._snapshot_reports.append(
-                    SnapshotReport(message.source, driver.incarnation, message.target, False)
+                self._transport_reports.append(
+                    TransportReport(message.source, driver.incarnation, message.target, False)
+                )
+            elif message.type == MessageType.APPEND and self.network.is_blocked(
+                message.source, message.target
+            ):
+                # A real transport notices a cut link when the send fails.
+                self._transport_reports.append(
+                    TransportReport(message.source, driver.incarnation, message.target, None)
                 )
         if (
             message.type == MessageType.VOTE_RESP
