@@ -48,5 +48,11 @@ bench-store: $(STAMP)
 bench-raft: $(STAMP)
 	$(PY) -m raftlog.bench.raft
 
+## make proto: regenerate the gRPC code (proto/*_pb2*.py, *_pb2.pyi) from proto/raftlog/v1/*.proto.
+## The output is committed; tests/unit/proto checks it matches the .proto files.
+.PHONY: proto
+proto: $(STAMP)
+	PYTHON=$(PY) proto/generate.sh
+
 clean:
 	rm -rf $(VENV) ./data .mypy_cache .pytest_cache .ruff_cache .hypothesis
