@@ -8,8 +8,13 @@ Rules this module keeps:
 - Every loop is bounded by a message count AND a time budget.
 - The raw ceiling is measured in the same run, on the same disk, with the same batch sizes:
   pre-encoded records written with one buffered ``write`` per batch and one ``fsync`` per batch.
-- The store runs through its public API (``MessageStore.put_messages``), so validation,
-  encoding, offset stamping, the CommitLog write, flushing and dispatch are all counted.
+- The store runs through its public API, so validation, encoding, offset stamping, the
+  CommitLog write, flushing and dispatch are all counted. Two write paths, both reported:
+  ``store-append`` (``put_messages``: the store encodes each Message) and
+  ``store-append-encoded`` (``put_encoded``: the producer encoded the records, the store
+  verifies CRCs, validates, stamps and writes them).
+- The "sync vs raw ceiling" ratio compares like with like: pre-encoded records both sides
+  (``store-append-encoded``); the per-message API's ratio is reported beside it.
 - Fair comparisons share one store per flush mode: the 1-queue and 10,000-queue workloads
   alternate in the same CommitLog.
 """
@@ -158,6 +163,31 @@ def _messages_for(
     ]
 
 
+def _encoded_batch(messages: Sequence[Message]) -> bytes:
+    """What a producer would send for ``messages``: their records, encoded back to back."""
+    return b"".join(
+        encode_record(
+            MessageRecord(
+                topic=message.topic,
+                queue_id=message.queue_id,
+                flag=0,
+                queue_offset=0,
+                physical_offset=0,
+                sys_flag=0,
+                born_timestamp_ms=1_764_000_000_000,
+                born_host=message.born_host,
+                store_timestamp_ms=0,
+                store_host=("127.0.0.1", 10911),
+                reconsume_times=0,
+                prepared_transaction_offset=0,
+                body=message.body,
+                properties=(("KEYS", " ".join(message.keys)), ("TAGS", message.tags)),
+            )
+        )
+        for message in messages
+    )
+
+
 def measure_store_append(
     store: MessageStore,
     flush_mode: FlushMode,
@@ -166,12 +196,25 @@ def measure_store_append(
     queue_count: int,
     budget: Budget,
     writer_threads: int = 1,
+    pre_encoded: bool = False,
 ) -> Measurement:
-    """Appends through ``put_messages``; messages cycle over ``queue_count`` queues."""
+    """Appends through ``put_messages`` (or ``put_encoded`` when ``pre_encoded``); messages
+    cycle over ``queue_count`` queues."""
     targets = _queue_targets(queue_count)
-    # Build the message objects outside the timed loop: a producer hands them over ready.
+    # Build the message objects (or encoded batches) outside the timed loop: a producer hands
+    # them over ready.
     pool = _messages_for(targets, body_bytes, max(batch_size * 64, len(targets)), 0)
-    batches = [pool[i : i + batch_size] for i in range(0, len(pool) - batch_size + 1, batch_size)]
+    message_batches = [
+        pool[i : i + batch_size] for i in range(0, len(pool) - batch_size + 1, batch_size)
+    ]
+    blocks = [_encoded_batch(batch) for batch in message_batches] if pre_encoded else []
+
+    def put(cursor: int) -> None:
+        if pre_encoded:
+            store.put_encoded(blocks[cursor % len(blocks)])
+        else:
+            store.put_messages(message_batches[cursor % len(message_batches)])
+
     per_thread = Budget(budget.max_messages // writer_threads, budget.max_seconds)
     counts = [0] * writer_threads
 
@@ -180,7 +223,7 @@ def measure_store_append(
 
         def step() -> int:
             nonlocal cursor
-            store.put_messages(batches[cursor % len(batches)])
+            put(cursor)
             cursor += writer_threads
             return batch_size
 
@@ -194,7 +237,7 @@ def measure_store_append(
         thread.join()
     seconds = time.perf_counter() - start
     return Measurement(
-        "store-append",
+        "store-append-encoded" if pre_encoded else "store-append",
         {
             "flush_mode": flush_mode.name,
             "body_bytes": body_bytes,
@@ -266,12 +309,19 @@ def run(budget: Budget, repeats: int, root: str) -> list[Measurement]:
                 for body_bytes in BODY_SIZES_BYTES:
                     for batch_size in BATCH_SIZES:
                         # 1 queue and 10,000 queues alternate in the same CommitLog.
-                        for queue_count in QUEUE_COUNTS:
-                            measurements.append(
-                                measure_store_append(
-                                    store, flush_mode, body_bytes, batch_size, queue_count, budget
+                        for pre_encoded in (False, True):
+                            for queue_count in QUEUE_COUNTS:
+                                measurements.append(
+                                    measure_store_append(
+                                        store,
+                                        flush_mode,
+                                        body_bytes,
+                                        batch_size,
+                                        queue_count,
+                                        budget,
+                                        pre_encoded=pre_encoded,
+                                    )
                                 )
-                            )
                     if flush_mode is FlushMode.SYNC_FLUSH:
                         # Group commit: concurrent single-message writers share fsyncs.
                         measurements.append(
@@ -320,31 +370,37 @@ def summarize(rows: list[Measurement]) -> dict[str, float]:
     for body_bytes in BODY_SIZES_BYTES:
         for batch_size in BATCH_SIZES:
             raw = rate("raw-ceiling", body_bytes=body_bytes, batch_size=batch_size)
-            sync = rate(
-                "store-append",
-                flush_mode="SYNC_FLUSH",
-                body_bytes=body_bytes,
-                batch_size=batch_size,
-                queue_count=1,
-                writer_threads=1,
-            )
-            if raw:
-                ratios[f"sync_vs_raw_ceiling_{body_bytes}B_batch{batch_size}"] = sync / raw
-            for mode in ("SYNC_FLUSH", "ASYNC_FLUSH"):
-                one, many = (
-                    rate(
-                        "store-append",
-                        flush_mode=mode,
-                        body_bytes=body_bytes,
-                        batch_size=batch_size,
-                        queue_count=queue_count,
-                        writer_threads=1,
-                    )
-                    for queue_count in QUEUE_COUNTS
+            for workload, name in (
+                ("store-append-encoded", "sync_vs_raw_ceiling"),
+                ("store-append", "sync_api_vs_raw_ceiling"),
+            ):
+                sync = rate(
+                    workload,
+                    flush_mode="SYNC_FLUSH",
+                    body_bytes=body_bytes,
+                    batch_size=batch_size,
+                    queue_count=1,
+                    writer_threads=1,
                 )
-                if one:
-                    key = f"queues10000_vs_1_{mode}_{body_bytes}B_batch{batch_size}"
-                    ratios[key] = many / one
+                if raw:
+                    ratios[f"{name}_{body_bytes}B_batch{batch_size}"] = sync / raw
+            for workload in ("store-append", "store-append-encoded"):
+                for mode in ("SYNC_FLUSH", "ASYNC_FLUSH"):
+                    one, many = (
+                        rate(
+                            workload,
+                            flush_mode=mode,
+                            body_bytes=body_bytes,
+                            batch_size=batch_size,
+                            queue_count=queue_count,
+                            writer_threads=1,
+                        )
+                        for queue_count in QUEUE_COUNTS
+                    )
+                    if one:
+                        suffix = "_encoded" if workload == "store-append-encoded" else ""
+                        key = f"queues10000_vs_1{suffix}_{mode}_{body_bytes}B_batch{batch_size}"
+                        ratios[key] = many / one
     return ratios
 
 

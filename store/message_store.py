@@ -71,20 +71,23 @@ from raftlog.store.index_file import IndexService
 from raftlog.store.message_id import decode_message_id, message_id_encoder
 from raftlog.store.record import (
     KEY_SEPARATOR,
+    NAME_VALUE_SEPARATOR,
     PROPERTY_KEYS,
+    PROPERTY_SEPARATOR,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
     MessageRecord,
-    encode_properties,
-    encode_record,
+    encode_unstamped_record,
+    pack_address,
     patch_record,
     read_dispatch_info,
     read_store_timestamp_ms,
+    verify_block,
 )
 from raftlog.store.retention import Retention, RetentionReport
 from raftlog.store.store_lock import AbortMarker, StoreLock
 from raftlog.store.topic_config import TopicConfig, TopicTable
-from raftlog.store.validation import validate_message, validate_topic
+from raftlog.store.validation import validate_properties, validate_sizes, validate_topic
 
 DEFAULT_STORE_HOST = ("127.0.0.1", 10911)
 DEFAULT_MAX_OPEN_QUEUE_FILES = 256
@@ -144,10 +147,8 @@ class GetResult:
         return len(self.messages)
 
 
-@dataclass(slots=True)
-class _Encoded:
-    queue_key: tuple[str, int]
-    record: bytes
+# One record of a block to append: its topic/queue and its size in bytes.
+_BlockEntry = tuple[tuple[str, int], int]
 
 
 class MessageStore:
@@ -173,6 +174,7 @@ class MessageStore:
         self._dispatch_bound = dispatch_bound
         self._sync_flush_timeout_s = sync_flush_timeout_s
         self._message_id_of = message_id_encoder(store_host)
+        self._store_address = pack_address(store_host[0])
         self._write_lock = threading.Lock()
         self._dispatch_lock = threading.Lock()
         self._queues_lock = threading.Lock()
@@ -334,6 +336,39 @@ class MessageStore:
     def put_messages(self, messages: Sequence[Message]) -> list[PutResult]:
         """Validate, write and (under SYNC_FLUSH) fsync a batch; returns one result per
         message, in order."""
+        self._check_writable()
+        records, entries = self._encode(messages)
+        return self._write(bytearray().join(records), entries)
+
+    def put_encoded(self, block: bytes | bytearray) -> list[PutResult]:
+        """Write records the producer (or the Raft leader) encoded: ``block`` holds them back
+        to back, each with its ``__CRC32#`` trailer. Every record's structure and CRCs are
+        verified (CorruptRecordError) and its topic, queue and sizes validated before
+        anything is written, so a refused block leaves nothing behind. Queue offset, physical
+        offset, store time and the trailer are then stamped in place; born host, born time,
+        store host and the rest are kept as encoded."""
+        self._check_writable()
+        limits = self._config.limits
+        queue_counts: dict[str, int] = {}
+        entries: list[_BlockEntry] = []
+        for record in verify_block(block):
+            topic = record.topic
+            queue_count = queue_counts.get(topic)
+            if queue_count is None:
+                validate_topic(topic, limits)
+                queue_count = queue_counts[topic] = self._topics.describe(topic).queue_count
+            validate_sizes(
+                topic,
+                record.queue_id,
+                queue_count,
+                record.body_bytes,
+                record.properties_bytes,
+                limits,
+            )
+            entries.append(((topic, record.queue_id), record.size))
+        return self._write(bytearray(block), entries)
+
+    def _check_writable(self) -> None:
         if self._closed:
             raise StoreClosedError("the store is closed")
         if self._retention.is_disk_full():
@@ -341,14 +376,23 @@ class MessageStore:
                 f"disk use {self._retention.disk_usage_ratio():.0%} is above the full watermark "
                 f"{self._config.disk_full_ratio:.0%}; writes resume once retention frees space"
             )
-        encoded = [self._validate_and_encode(message) for message in messages]
-        if not encoded:
+
+    def _write(self, block: bytearray, entries: list[_BlockEntry]) -> list[PutResult]:
+        """Append validated, unstamped records, wait for durability (SYNC_FLUSH) and
+        dispatch."""
+        if not entries:
             return []
+        segment_size = self._commit_log.segment_size_bytes
+        for _, size in entries:
+            if size > segment_size:
+                raise BodyTooLargeError(
+                    f"the record is {size} bytes; a {segment_size}-byte segment cannot hold it"
+                )
         with self._write_lock:
             if self._closed:
                 raise StoreClosedError("the store is closed")
-            results = self._append(encoded)
-        end = results[-1].physical_offset + len(encoded[-1].record)
+            results = self._append(block, entries)
+        end = results[-1].physical_offset + entries[-1][1]
         if self._group_flusher is not None:
             self._group_flusher.wait_flushed(end, self._sync_flush_timeout_s)
             self.dispatch(self._commit_log.flushed_offset)
@@ -356,75 +400,78 @@ class MessageStore:
             self.dispatch()
         return results
 
-    def _validate_and_encode(self, message: Message) -> _Encoded:
-        # A malformed name is InvalidTopicError, not UnknownTopicError.
-        validate_topic(message.topic, self._config.limits)
-        queue_count = self._topics.describe(message.topic).queue_count
-        properties = _message_properties(message)
-        validate_message(
-            message.topic,
-            message.queue_id,
-            queue_count,
-            len(message.body),
-            len(encode_properties(properties)),
-            self._config.limits,
-            properties=properties,
-        )
-        record = encode_record(
-            MessageRecord(
-                topic=message.topic,
-                queue_id=message.queue_id,
-                flag=message.flag,
-                queue_offset=0,
-                physical_offset=0,
-                sys_flag=message.sys_flag,
-                born_timestamp_ms=(
-                    message.born_timestamp_ms
-                    if message.born_timestamp_ms is not None
-                    else self._now_ms()
-                ),
-                born_host=message.born_host,
-                store_timestamp_ms=0,
-                store_host=self._store_host,
-                reconsume_times=message.reconsume_times,
-                prepared_transaction_offset=message.prepared_transaction_offset,
-                body=message.body,
-                properties=properties,
+    def _encode(self, messages: Sequence[Message]) -> tuple[list[bytes], list[_BlockEntry]]:
+        """Validate and encode a batch, unstamped (``encode_unstamped_record``); topics are
+        checked once per batch."""
+        limits = self._config.limits
+        store_address, store_port = self._store_address, self._store_host[1]
+        topics: dict[str, tuple[bytes, int]] = {}
+        now_ms: int | None = None
+        records: list[bytes] = []
+        entries: list[_BlockEntry] = []
+        for message in messages:
+            topic = message.topic
+            known = topics.get(topic)
+            if known is None:
+                # A malformed name is InvalidTopicError, not UnknownTopicError.
+                validate_topic(topic, limits)
+                known = topics[topic] = (topic.encode(), self._topics.describe(topic).queue_count)
+            properties_bytes = _encode_message_properties(message)
+            validate_sizes(
+                topic,
+                message.queue_id,
+                known[1],
+                len(message.body),
+                len(properties_bytes),
+                limits,
             )
-        )
-        if len(record) > self._commit_log.segment_size_bytes:
-            raise BodyTooLargeError(
-                f"the record is {len(record)} bytes; a {self._commit_log.segment_size_bytes}"
-                "-byte segment cannot hold it"
+            born_timestamp_ms = message.born_timestamp_ms
+            if born_timestamp_ms is None:
+                if now_ms is None:
+                    now_ms = self._now_ms()
+                born_timestamp_ms = now_ms
+            record = encode_unstamped_record(
+                known[0],
+                message.queue_id,
+                message.flag,
+                message.sys_flag,
+                born_timestamp_ms,
+                pack_address(message.born_host[0]),
+                message.born_host[1],
+                store_address,
+                store_port,
+                message.reconsume_times,
+                message.prepared_transaction_offset,
+                message.body,
+                properties_bytes,
             )
-        return _Encoded((message.topic, message.queue_id), record)
+            records.append(record)
+            entries.append(((topic, message.queue_id), len(record)))
+        return records, entries
 
-    def _append(self, encoded: list[_Encoded]) -> list[PutResult]:
-        """Stamp queue offsets, physical offsets and the store time, and write (under the
-        write lock). Queue offsets are committed only once their bytes are written."""
+    def _append(self, block: bytearray, entries: list[_BlockEntry]) -> list[PutResult]:
+        """Stamp queue offsets, physical offsets, the store time and the CRC trailers into
+        ``block`` and write it (under the write lock), one CommitLog append per segment-sized
+        chunk. Queue offsets are committed only once their bytes are written."""
         segment_size = self._commit_log.segment_size_bytes
         assigned: dict[tuple[str, int], int] = {}
         results: list[PutResult] = []
         store_timestamp_ms = self._now_ms()
-        chunk_start = 0
-        while chunk_start < len(encoded):
+        message_id_of = self._message_id_of
+        chunk_start = chunk_first_byte = 0
+        while chunk_start < len(entries):
             chunk_end = chunk_start
             chunk_bytes = 0
-            while (
-                chunk_end < len(encoded)
-                and chunk_bytes + len(encoded[chunk_end].record) <= segment_size
-            ):
-                chunk_bytes += len(encoded[chunk_end].record)
+            while chunk_end < len(entries) and chunk_bytes + entries[chunk_end][1] <= segment_size:
+                chunk_bytes += entries[chunk_end][1]
                 chunk_end += 1
-            block = bytearray().join(item.record for item in encoded[chunk_start:chunk_end])
-            start = self._commit_log.position_for(len(block))
-            position = 0
-            for item in encoded[chunk_start:chunk_end]:
-                queue_key = item.queue_key
+            start = self._commit_log.position_for(chunk_bytes)
+            position = chunk_first_byte
+            for queue_key, size in entries[chunk_start:chunk_end]:
                 queue_offset = assigned.get(queue_key)
                 if queue_offset is None:
                     queue_offset = self._next_queue_offset(queue_key)
-                physical_offset = start + position
+                physical_offset = start + position - chunk_first_byte
                 patch_record(
                     block,
                     position,
@@ -433,14 +480,15 @@ class MessageStore:
                     store_timestamp_ms=store_timestamp_ms,
                 )
                 results.append(
-                    PutResult(queue_offset, physical_offset, self._message_id_of(physical_offset))
+                    PutResult(queue_offset, physical_offset, message_id_of(physical_offset))
                 )
                 assigned[queue_key] = queue_offset + 1
-                position += len(item.record)
-            written = self._commit_log.append(block)
+                position += size
+            with memoryview(block) as view:
+                written = self._commit_log.append(view[chunk_first_byte:position])
             assert written == start, f"append wrote at {written}, expected {start}"
             self._next_queue_offsets.update(assigned)
-            chunk_start = chunk_end
+            chunk_start, chunk_first_byte = chunk_end, position
         return results
 
     def _next_queue_offset(self, queue_key: tuple[str, int]) -> int:
@@ -737,24 +785,39 @@ class _Housekeeper:
                 return
 
 
-def _message_properties(message: Message) -> tuple[tuple[str, str], ...]:
-    """The record's properties: KEYS, TAGS and UNIQ_KEY from their fields, then the user's."""
+def _encode_message_properties(message: Message) -> bytes:
+    """The record's properties, as ``encode_properties`` lays them out: KEYS, TAGS and
+    UNIQ_KEY from their fields (when set), then the user's. Refuses what validation refuses."""
     for key in message.keys:
         if not key or KEY_SEPARATOR in key:
             raise PropertiesTooLargeError(
                 f"key {key[:40]!r} is empty or holds the KEYS separator {KEY_SEPARATOR!r}"
             )
+    pairs = [
+        (name, value)
+        for name, value in (
+            (PROPERTY_KEYS, KEY_SEPARATOR.join(message.keys)),
+            (PROPERTY_TAGS, message.tags),
+            (PROPERTY_UNIQ_KEY, message.uniq_key),
+        )
+        if value
+    ]
     for name, _ in message.properties:
         if name in _RESERVED_PROPERTY_KEYS:
             raise PropertiesTooLargeError(
                 f"property {name!r} is set through Message.keys, .tags or .uniq_key"
             )
-    generated = (
-        (PROPERTY_KEYS, KEY_SEPARATOR.join(message.keys)),
-        (PROPERTY_TAGS, message.tags),
-        (PROPERTY_UNIQ_KEY, message.uniq_key),
-    )
-    return tuple((name, value) for name, value in generated if value) + message.properties
+    pairs += message.properties
+    text = "".join([f"{name}\x01{value}\x02" for name, value in pairs])
+    # A separator inside a key or value shows as one too many; the reserved CRC key needs
+    # the full check too (both are rare, so the common case counts two characters).
+    if (
+        text.count(NAME_VALUE_SEPARATOR) != len(pairs)
+        or text.count(PROPERTY_SEPARATOR) != len(pairs)
+        or message.properties
+    ):
+        validate_properties(pairs)
+    return text.encode()
 
 
 def _wall_clock_ms() -> int:

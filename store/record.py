@@ -27,6 +27,11 @@ unchanged and a plain record (such as the one in ``vectors.json``) is still a va
 - ``encode_record(rec)`` appends the trailer by default (``record_crc=False`` gives the bare
   spec bytes); ``patch_record`` recomputes it after stamping the offsets and store time, so the
   leader's in-place fast path keeps records protected.
+- The write path encodes with ``encode_unstamped_record`` (no ``MessageRecord``, one struct
+  pack and one join) and leaves a placeholder trailer that only ``patch_record`` computes, so
+  a record's CRC is computed once. Both encoders share ``_pack_record``: the bytes agree.
+- ``verify_block`` checks records handed over already encoded (a producer's batch) the way
+  ``decode_record`` does, trailer required, before the store stamps and writes them.
 - Decoding always verifies a trailer that is present and strips it from ``properties``.
   ``require_record_crc=True`` also refuses a record without one; the CommitLog reads with it
   on by default, so a record it returns has every byte checked: any single-byte change is a
@@ -37,6 +42,7 @@ unchanged and a plain record (such as the one in ``vectors.json``) is still a va
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import struct
@@ -80,6 +86,7 @@ _TOTAL_AND_MAGIC = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U16 = struct.Struct(">H")
+_TOPIC_LENGTHS = tuple(bytes((length,)) for length in range(256))
 _QUEUE_OFFSET_POS = 20
 _PHYSICAL_OFFSET_POS = 28
 _SYS_FLAG_LOW_BYTE_POS = 39
@@ -160,7 +167,9 @@ def _is_ipv6(address: str) -> bool:
     return ":" in address
 
 
-def _pack_address(address: str) -> bytes:
+@functools.lru_cache(maxsize=4096)
+def pack_address(address: str) -> bytes:
+    """The 4 or 16 bytes of an IPv4 or IPv6 address (cached: producers are few)."""
     family = socket.AF_INET6 if _is_ipv6(address) else socket.AF_INET
     try:
         return socket.inet_pton(family, address)
@@ -216,42 +225,120 @@ def encode_record(rec: MessageRecord, *, record_crc: bool = True) -> bytes:
             f"properties are {len(properties_bytes)} bytes; the format holds "
             f"{_MAX_PROPERTIES_BYTES}"
         )
-    body = rec.body
-    header = _HEADERS[(rec.sys_flag >> 4) & 3]
-    total_size = header.size + len(body) + 1 + len(topic_bytes) + 2 + len(properties_bytes)
-    buf = bytearray(
-        b"".join(
-            (
-                header.pack(
-                    total_size,
-                    MESSAGE_MAGIC,
-                    zlib.crc32(body),
-                    rec.queue_id,
-                    rec.flag,
-                    rec.queue_offset,
-                    rec.physical_offset,
-                    rec.sys_flag,
-                    rec.born_timestamp_ms,
-                    _pack_address(rec.born_host[0]),
-                    rec.born_host[1],
-                    rec.store_timestamp_ms,
-                    _pack_address(rec.store_host[0]),
-                    rec.store_host[1],
-                    rec.reconsume_times,
-                    rec.prepared_transaction_offset,
-                    len(body),
-                ),
-                body,
-                bytes((len(topic_bytes),)),
-                topic_bytes,
-                _U16.pack(len(properties_bytes)),
-                properties_bytes,
-            )
+    record = _pack_record(
+        topic_bytes,
+        rec.queue_id,
+        rec.flag,
+        rec.queue_offset,
+        rec.physical_offset,
+        rec.sys_flag,
+        rec.born_timestamp_ms,
+        pack_address(rec.born_host[0]),
+        rec.born_host[1],
+        rec.store_timestamp_ms,
+        pack_address(rec.store_host[0]),
+        rec.store_host[1],
+        rec.reconsume_times,
+        rec.prepared_transaction_offset,
+        rec.body,
+        properties_bytes,
+    )
+    if not record_crc:
+        return record
+    buf = bytearray(record)
+    _write_record_crc(buf, 0, len(buf))
+    return bytes(buf)
+
+
+def encode_unstamped_record(
+    topic_bytes: bytes,
+    queue_id: int,
+    flag: int,
+    sys_flag: int,
+    born_timestamp_ms: int,
+    born_address: bytes,
+    born_port: int,
+    store_address: bytes,
+    store_port: int,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: bytes,
+    properties_bytes: bytes,
+) -> bytes:
+    """A record for ``patch_record`` to stamp (the write path's encoder): queue offset,
+    physical offset and store time are 0, and ``properties_bytes`` (``encode_properties``
+    output) is followed by a placeholder ``__CRC32#`` trailer that ``patch_record`` fills.
+    Addresses are ``pack_address`` bytes; the caller checked topic and properties lengths
+    against the limits (which the format's length fields hold)."""
+    return _pack_record(
+        topic_bytes,
+        queue_id,
+        flag,
+        0,
+        0,
+        sys_flag,
+        born_timestamp_ms,
+        born_address,
+        born_port,
+        0,
+        store_address,
+        store_port,
+        reconsume_times,
+        prepared_transaction_offset,
+        body,
+        properties_bytes + _RECORD_CRC_PLACEHOLDER,
+    )
+
+
+def _pack_record(
+    topic_bytes: bytes,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    sys_flag: int,
+    born_timestamp_ms: int,
+    born_address: bytes,
+    born_port: int,
+    store_timestamp_ms: int,
+    store_address: bytes,
+    store_port: int,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: bytes,
+    properties_bytes: bytes,
+) -> bytes:
+    # The host variant follows the packed addresses, so the IPv6 bits always agree.
+    variant = (len(born_address) == 16) | (len(store_address) == 16) << 1
+    header = _HEADERS[variant]
+    return b"".join(
+        (
+            header.pack(
+                header.size + len(body) + 3 + len(topic_bytes) + len(properties_bytes),
+                MESSAGE_MAGIC,
+                zlib.crc32(body),
+                queue_id,
+                flag,
+                queue_offset,
+                physical_offset,
+                (sys_flag & ~(SYS_FLAG_BORN_HOST_V6 | SYS_FLAG_STORE_HOST_V6)) | variant << 4,
+                born_timestamp_ms,
+                born_address,
+                born_port,
+                store_timestamp_ms,
+                store_address,
+                store_port,
+                reconsume_times,
+                prepared_transaction_offset,
+                len(body),
+            ),
+            body,
+            _TOPIC_LENGTHS[len(topic_bytes)],
+            topic_bytes,
+            _U16.pack(len(properties_bytes)),
+            properties_bytes,
         )
     )
-    if record_crc:
-        _write_record_crc(buf, 0, total_size)
-    return bytes(buf)
 
 
 def encode_blank(remaining_bytes: int) -> bytes:
@@ -381,6 +468,40 @@ def verify_record(
     return total_size
 
 
+class BlockRecord(NamedTuple):
+    """What the store checks of one record of a pre-encoded block (``verify_block``)."""
+
+    size: int
+    topic: str
+    queue_id: int
+    body_bytes: int
+    properties_bytes: int  # the encoded properties, the CRC trailer excluded
+
+
+def verify_block(block: bytes | bytearray | memoryview) -> list[BlockRecord]:
+    """Check every record of ``block`` (back to back, nothing else) the way ``decode_record``
+    does, the record CRC trailer required; CorruptRecordError names the first bad one."""
+    records: list[BlockRecord] = []
+    position = 0
+    end = len(block)
+    while position < end:
+        layout = _layout(block, position)
+        _check_crcs(block, position, layout, True)
+        fields, _, topic_pos, topic_len, properties_pos, properties_len = layout
+        properties_len -= RECORD_CRC_TRAILER_BYTES
+        try:
+            topic = str(block[topic_pos : topic_pos + topic_len], "utf-8")
+        except UnicodeDecodeError as error:
+            raise CorruptRecordError(
+                f"record at {position}: topic is not UTF-8: {error}"
+            ) from error
+        # Readers decode the properties: a list they would refuse must not be written.
+        decode_properties(block[properties_pos : properties_pos + properties_len])
+        records.append(BlockRecord(fields[0], topic, fields[3], fields[16], properties_len))
+        position += fields[0]
+    return records
+
+
 def decode_record(
     buf: bytes | bytearray | memoryview, pos: int = 0, *, require_record_crc: bool = False
 ) -> MessageRecord:
@@ -453,15 +574,13 @@ def read_dispatch_info(buf: bytes | bytearray | memoryview, pos: int = 0) -> Dis
     fields, _, topic_pos, topic_len, properties_pos, properties_len = _layout(buf, pos)
     tags = keys = uniq_key = ""
     if properties_len:
-        text = str(buf[properties_pos : properties_pos + properties_len], "utf-8")
-        for item in text.split(PROPERTY_SEPARATOR):
-            key, _, value = item.partition(NAME_VALUE_SEPARATOR)
-            if key == PROPERTY_TAGS:
-                tags = value
-            elif key == PROPERTY_KEYS:
-                keys = value
-            elif key == PROPERTY_UNIQ_KEY:
-                uniq_key = value
+        # Keys and values never hold \x01 or \x02, so "\x02NAME\x01" (with a \x02 put in
+        # front of the first pair) matches exactly the pair NAME: three finds in C instead of
+        # a split into every pair.
+        properties = b"\x02" + bytes(buf[properties_pos : properties_pos + properties_len])
+        tags = _find_property(properties, _TAGS_NEEDLE)
+        keys = _find_property(properties, _KEYS_NEEDLE)
+        uniq_key = _find_property(properties, _UNIQ_KEY_NEEDLE)
     return DispatchInfo(
         str(buf[topic_pos : topic_pos + topic_len], "utf-8"),
         fields[3],
@@ -473,3 +592,19 @@ def read_dispatch_info(buf: bytes | bytearray | memoryview, pos: int = 0) -> Dis
         split_keys(keys) if keys else (),
         uniq_key,
     )
+
+
+def _find_property(properties: bytes, needle: bytes) -> str:
+    """The value of the first pair ``needle`` names in ``properties`` (which starts with an
+    extra \x02), or ""."""
+    start = properties.find(needle)
+    if start < 0:
+        return ""
+    start += len(needle)
+    return str(properties[start : properties.find(b"\x02", start)], "utf-8")
+
+
+_TAGS_NEEDLE, _KEYS_NEEDLE, _UNIQ_KEY_NEEDLE = (
+    f"{PROPERTY_SEPARATOR}{name}{NAME_VALUE_SEPARATOR}".encode()
+    for name in (PROPERTY_TAGS, PROPERTY_KEYS, PROPERTY_UNIQ_KEY)
+)

@@ -81,6 +81,20 @@ def validate_message(
     encoded user properties (``encode_properties``), and ``properties`` (if given) are checked
     with ``validate_properties``."""
     validate_topic(topic, limits)
+    validate_sizes(topic, queue_id, queue_count, body_len, properties_bytes_len, limits)
+    validate_properties(properties)
+
+
+def validate_sizes(
+    topic: str,
+    queue_id: int,
+    queue_count: int,
+    body_len: int,
+    properties_bytes_len: int,
+    limits: Limits,
+) -> None:
+    """``validate_message`` without the topic name and property checks (for a caller that
+    checked the topic once per batch and the properties as it encoded them)."""
     if not 0 <= queue_id < queue_count:
         raise InvalidQueueIdError(
             f"queue id {queue_id} is outside [0, {queue_count}) for topic {topic!r}"
@@ -92,7 +106,6 @@ def validate_message(
             f"properties are {properties_bytes_len} bytes encoded; the limit is "
             f"{limits.max_properties_bytes}"
         )
-    validate_properties(properties)
 
 
 def validate_properties(properties: Iterable[tuple[str, str]]) -> None:

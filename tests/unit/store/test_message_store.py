@@ -6,6 +6,7 @@ import pytest
 from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.errors import (
     BodyTooLargeError,
+    CorruptRecordError,
     DiskFullError,
     InvalidMessageIdError,
     InvalidOffsetError,
@@ -18,7 +19,9 @@ from raftlog.store.errors import (
 )
 from raftlog.store.message_id import decode_message_id, encode_message_id
 from raftlog.store.message_store import Message, MessageStore
+from raftlog.store.record import encode_record
 from raftlog.store.validation import Limits
+from tests.support import make_record
 from tests.support.sim_filesystem import SimFileSystem
 
 T0 = 1_764_000_000_000
@@ -403,3 +406,64 @@ def test_concurrent_sync_writers_share_fsyncs_and_get_dense_offsets(tmp_path) ->
     segment_syncs = sum(n for path, n in fs.sync_count.items() if "/commitlog/" in path)
     assert segment_syncs < 200
     store.close()
+
+
+def encoded_block(*records) -> bytes:
+    return b"".join(encode_record(record) for record in records)
+
+
+def test_put_encoded_stamps_and_writes_a_producer_batch(store) -> None:
+    records = [
+        make_record(queue_id=i % 2, body=b"pre-%d" % i, properties=(("KEYS", f"k{i}"),))
+        for i in range(6)
+    ]
+    store.put_messages([Message("orders", 0, b"first")])
+    results = store.put_encoded(encoded_block(*records))
+    assert [r.queue_offset for r in results] == [1, 0, 2, 1, 3, 2]
+    got = store.get_messages("orders", 0, 1, 10)
+    assert [m.body for m in got] == [b"pre-0", b"pre-2", b"pre-4"]
+    assert [m.physical_offset for m in got] == [results[i].physical_offset for i in (0, 2, 4)]
+    assert {m.store_timestamp_ms for m in got} == {T0}
+    assert got.messages[0].born_host == ("127.0.0.1", 54321)  # kept as the producer encoded
+    assert [m.body for m in store.query_by_key("orders", "k3")] == [b"pre-3"]
+    assert store.put_encoded(b"") == []
+
+
+@pytest.mark.parametrize(
+    ("block", "error"),
+    [
+        (encoded_block(make_record(), make_record(topic="nope")), UnknownTopicError),
+        (encoded_block(make_record(), make_record(queue_id=4)), InvalidQueueIdError),
+        (encoded_block(make_record(body=b"x" * 1025)), BodyTooLargeError),
+        (encoded_block(make_record()) + encode_record(make_record(), record_crc=False), None),
+        (encoded_block(make_record(), make_record())[:-1], None),
+    ],
+)
+def test_put_encoded_refuses_the_whole_block(store, block, error) -> None:
+    before = store.commit_log.max_offset
+    with pytest.raises(error or CorruptRecordError):
+        store.put_encoded(block)
+    damaged = bytearray(encoded_block(make_record(), make_record()))
+    damaged[-30] ^= 0x01  # a byte of the second record's header-protecting trailer range
+    with pytest.raises(CorruptRecordError):
+        store.put_encoded(bytes(damaged))
+    assert store.commit_log.max_offset == before
+
+
+def test_put_messages_and_put_encoded_write_the_same_bytes(tmp_path) -> None:
+    stores = [open_store(tmp_path / name) for name in ("api", "encoded")]
+    message = Message("orders", 1, b"same", tags="tagA", keys=("k1", "k2"), born_timestamp_ms=T0)
+    record = make_record(
+        body=b"same",
+        born_timestamp_ms=T0,
+        born_host=message.born_host,
+        properties=(("KEYS", "k1 k2"), ("TAGS", "tagA")),
+    )
+    for s in stores:
+        s.create_topic("orders", 4)
+    stores[0].put_messages([message])
+    stores[1].put_encoded(encode_record(record))
+    written = [s.commit_log.read(0, s.commit_log.max_offset) for s in stores]
+    assert written[0] == written[1]
+    for s in stores:
+        s.close()
