@@ -105,12 +105,15 @@ def _figure8(rng: random.Random) -> SimOptions:
     """Raft paper Figure 8: leaders that die right after appending (their entry stays on them
     alone) or right after advancing commit (before anyone hears of it), and come back while
     others lead; one entry per APPEND, so an old-term entry can reach a majority under a
-    later leader before that leader's own no-op does. Long runs: it takes several rounds."""
+    later leader before that leader's own no-op does. Short election timeouts and long runs:
+    it takes several rounds of leaders."""
     return replace(
         _default(rng),
         profile="figure8",
         node_count=3,
-        safety_ticks=1000,
+        safety_ticks=600,
+        election_ticks=5,
+        heartbeat_ticks=1,
         max_append_bytes=1,
         max_inflight_appends=4,
         drop_probability=rng.choice((0.05, 0.15)),
@@ -118,8 +121,8 @@ def _figure8(rng: random.Random) -> SimOptions:
         partition_heal_probability=0.1,
         crash_probability=0.02,
         crash_leader_share=0.8,
-        restart_probability=0.1,
-        leader_crash_before_send_probability=0.25,
+        restart_probability=0.15,
+        leader_crash_before_send_probability=0.35,
         proposal_probability=0.5,
     )
 
