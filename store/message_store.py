@@ -3,12 +3,14 @@
 ``MessageStore.open`` takes the directory lock (a second process is refused), notes whether the
 last stop was clean (abort marker), recovers the CommitLog (a torn tail is truncated), cuts
 ConsumeQueue units and index entries that dispatch will redo, re-dispatches, and restores each
-queue's next queue offset. Then it takes writes (``put_messages``) and answers reads by queue
-offset, key, time and message id.
+queue's next queue offset. Then it takes writes (``put_messages``, or ``put_encoded`` for
+records the producer or the Raft leader already encoded) and answers reads by queue offset,
+key, time and message id.
 
 Rules this module keeps:
 - Validation first: a refused batch leaves no byte behind (CommitLog max_offset unchanged),
-  and a batch is all or nothing on the validation path.
+  and a batch is all or nothing on the validation path. ``put_encoded`` also verifies every
+  record's structure, body CRC and ``__CRC32#`` trailer first (CorruptRecordError).
 - One writer at a time (``_write_lock``): queue offsets are assigned densely per topic/queue,
   the batch is encoded outside the lock, stamped in place inside it, and written with one
   CommitLog append per segment-sized chunk (normally one per batch).
@@ -20,7 +22,9 @@ Rules this module keeps:
 - Recovery treats ConsumeQueues and IndexFiles as derived data. After an unclean stop every
   unit and entry at or past the checkpoint's dispatched offset is dropped and re-dispatched
   from the CommitLog. The checkpoint is written only after the ConsumeQueues and the index are
-  durable up to the dispatched offset it records, so nothing below it needs redoing.
+  durable up to the dispatched offset it records, so nothing below it needs redoing: it
+  writes the ConsumeQueues' buffered units (write-behind, consume_queue.py) and fsyncs their
+  files before it saves that offset.
 - Writes are refused above the disk-full watermark and resume, with no latch, once retention
   has freed space.
 - A housekeeping thread (``housekeeping_interval_ms``) checkpoints and runs retention, so a
