@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import re
 import socket
 import struct
 import zlib
@@ -574,13 +575,16 @@ def read_dispatch_info(buf: bytes | bytearray | memoryview, pos: int = 0) -> Dis
     fields, _, topic_pos, topic_len, properties_pos, properties_len = _layout(buf, pos)
     tags = keys = uniq_key = ""
     if properties_len:
-        # Keys and values never hold \x01 or \x02, so "\x02NAME\x01" (with a \x02 put in
-        # front of the first pair) matches exactly the pair NAME: three finds in C instead of
-        # a split into every pair.
-        properties = b"\x02" + bytes(buf[properties_pos : properties_pos + properties_len])
-        tags = _find_property(properties, _TAGS_NEEDLE)
-        keys = _find_property(properties, _KEYS_NEEDLE)
-        uniq_key = _find_property(properties, _UNIQ_KEY_NEEDLE)
+        # One C pass over the properties: keys and values never hold \x01 or \x02, so a
+        # name anchored at the start or after a \x02 and followed by \x01 is exactly a pair's key.
+        found = dict(
+            _DISPATCH_PROPERTIES.findall(
+                str(buf[properties_pos : properties_pos + properties_len], "utf-8")
+            )
+        )
+        tags = found.get(PROPERTY_TAGS, "")
+        keys = found.get(PROPERTY_KEYS, "")
+        uniq_key = found.get(PROPERTY_UNIQ_KEY, "")
     return DispatchInfo(
         str(buf[topic_pos : topic_pos + topic_len], "utf-8"),
         fields[3],
@@ -594,17 +598,7 @@ def read_dispatch_info(buf: bytes | bytearray | memoryview, pos: int = 0) -> Dis
     )
 
 
-def _find_property(properties: bytes, needle: bytes) -> str:
-    """The value of the first pair ``needle`` names in ``properties`` (which starts with an
-    extra \x02), or ""."""
-    start = properties.find(needle)
-    if start < 0:
-        return ""
-    start += len(needle)
-    return str(properties[start : properties.find(b"\x02", start)], "utf-8")
-
-
-_TAGS_NEEDLE, _KEYS_NEEDLE, _UNIQ_KEY_NEEDLE = (
-    f"{PROPERTY_SEPARATOR}{name}{NAME_VALUE_SEPARATOR}".encode()
-    for name in (PROPERTY_TAGS, PROPERTY_KEYS, PROPERTY_UNIQ_KEY)
+_DISPATCH_PROPERTIES = re.compile(
+    f"(?:^|{PROPERTY_SEPARATOR})({PROPERTY_TAGS}|{PROPERTY_KEYS}|{PROPERTY_UNIQ_KEY})"
+    f"{NAME_VALUE_SEPARATOR}([^{PROPERTY_SEPARATOR}]*)"
 )
