@@ -97,7 +97,7 @@ def _default(rng: random.Random) -> SimOptions:
         leader_crash_before_send_probability=rng.choice((0.0, 0.0, 0.02)),
         proposal_probability=rng.choice((0.2, 0.5, 1.0)),
         transfer_probability=rng.choice((0.0, 0.005)),
-        compaction_probability=rng.choice((0.0, 0.01)),
+        compaction_probability=rng.choice((0.0, 0.02, 0.05)),
     )
 
 
