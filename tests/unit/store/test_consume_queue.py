@@ -205,3 +205,24 @@ def test_write_behind_writes_everything_at_its_bound(tmp_path) -> None:
         50,
         150,
     ]
+
+
+def test_many_dirty_files_take_one_filesystem_sync_on_the_real_disk(tmp_path, monkeypatch) -> None:
+    fs = OsFileSystem()
+    handles = FileHandleCache(fs, 8)
+    calls: list[int] = []
+    plain = OsFileSystem.sync_filesystems_of
+
+    def counting(self, paths) -> bool:
+        paths = list(paths)
+        calls.append(len(paths))
+        return plain(self, paths)
+
+    monkeypatch.setattr(OsFileSystem, "sync_filesystems_of", counting)
+    for name in range(100):
+        handles.pwrite(str(tmp_path / f"{name}"), b"unit", 0)
+    handles.sync_dirty()  # one call for all 100 (it may decline and fsync each instead)
+    handles.pwrite(str(tmp_path / "0"), b"unit", 4)
+    handles.sync_dirty()  # one dirty file: fsynced on its own
+    assert calls == [100]
+    assert handles.take_dirty().paths == set()
