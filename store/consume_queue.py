@@ -71,7 +71,9 @@ class WriteBehind:
     """The ConsumeQueues holding buffered units, and how many units they hold in all.
 
     Single writer, like the queues: the dispatcher adds units, and the store calls
-    ``write_all`` under the same lock that serialises dispatch."""
+    ``write_all`` or ``take`` under the same lock that serialises dispatch. Queues ``take``
+    returned may be written (``write_buffered``) by another thread after that lock is
+    released: each queue's own lock orders its appends and writes."""
 
     def __init__(self, max_buffered_units: int) -> None:
         assert max_buffered_units >= 1
@@ -93,10 +95,15 @@ class WriteBehind:
 
     def write_all(self) -> None:
         """Write every buffered unit to its file (not synced: see ``FileHandleCache``)."""
-        for queue in self._queues:
+        for queue in self.take():
             queue.write_buffered()
+
+    def take(self) -> list[ConsumeQueue]:
+        """The queues holding buffered units, forgotten here: the caller writes them."""
+        queues = list(self._queues)
         self._queues.clear()
         self._buffered_units = 0
+        return queues
 
 
 def file_name(start_byte: int) -> str:

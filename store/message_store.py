@@ -706,11 +706,14 @@ class MessageStore:
         """Make ConsumeQueues, the index and the CommitLog durable, then record how far: a
         restart redoes dispatch only past this point."""
         with self._dispatch_lock:
-            # Every unit below ``dispatched`` is written once the buffered ones are, so it is
-            # in ``dirty`` or durable.
-            self._write_behind.write_all()
             dispatched = self._dispatcher.dispatched_physical_offset
-            dirty = self._handles.take_dirty()
+            buffered = self._write_behind.take()
+        # Every unit below ``dispatched`` is written or buffered in ``buffered``; writing those
+        # outside the lock lets dispatch go on meanwhile. Then each such unit's file is in
+        # ``dirty`` or already durable.
+        for queue in buffered:
+            queue.write_buffered()
+        dirty = self._handles.take_dirty()
         self._handles.sync_files(dirty)
         # The index header flushed now counts at least every entry below ``dispatched``.
         self._index.flush()
