@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from raftlog.raft.config import Config
 from raftlog.raft.types import (
+    ConfChange,
     ConfState,
     Entry,
     Message,
@@ -281,6 +282,20 @@ class Cluster:
         self._after_call(driver)
         return True
 
+    def propose_conf_change(self, node_id: NodeId, change: ConfChange) -> bool:
+        driver = self.drivers[node_id]
+        node = driver.node
+        assert node is not None
+        try:
+            index = node.propose_conf_change(change)
+        except ProposalDroppedError:
+            return False
+        self.history.record(
+            self.clock.now_tick, "conf-change", node_id, change.type.name, change.node_id, index
+        )
+        self._after_call(driver)
+        return True
+
     def transfer_leadership(self, node_id: NodeId, target: NodeId) -> None:
         driver = self.drivers[node_id]
         assert driver.node is not None
@@ -291,11 +306,13 @@ class Cluster:
     def compact(self, node_id: NodeId) -> None:
         """Compact the node's log up to what it applied, durably (as the node's snapshotter)."""
         driver = self.drivers[node_id]
-        index = min(driver.applied_index, driver.disk.current.last_index)
+        assert driver.node is not None
+        index = driver.applied_index
         if index <= driver.disk.current.snapshot_index:
             return
         self.history.record(self.clock.now_tick, "compact", node_id, index)
-        driver.disk.compact(index)
+        # The core's membership is as of its applied index, which is where the cut is.
+        driver.disk.compact(index, driver.node.conf_state)
         driver.disk.sync()
         self.checker.observe_durable(node_id, driver.disk.synced)
 

@@ -53,6 +53,8 @@ class Append:
 @dataclass(frozen=True, slots=True)
 class Compact:
     index: int
+    conf_state: ConfState
+    """Membership as of ``index``: what a restart from this snapshot point starts with."""
 
 
 Operation: TypeAlias = SetHardState | InstallSnapshot | Append | Compact
@@ -110,7 +112,7 @@ class LogState:
         elif isinstance(operation, Append):
             self._append(operation.entries)
         else:
-            self._compact(operation.index)
+            self._compact(operation.index, operation.conf_state)
 
     def _install(self, meta: SnapshotMeta, image: tuple[Entry, ...]) -> None:
         assert len(image) == meta.index, f"snapshot image holds {len(image)} != {meta.index}"
@@ -138,7 +140,7 @@ class LogState:
         self.entries.extend(entries)
         self.changed_from_index = min(self.changed_from_index, first)
 
-    def _compact(self, index: int) -> None:
+    def _compact(self, index: int, conf_state: ConfState) -> None:
         base = self.snapshot_index
         if index <= base:
             return
@@ -146,7 +148,8 @@ class LogState:
         moved = self.entries[: index - base]
         del self.entries[: index - base]
         self.image.extend(moved)
-        self.snapshot = SnapshotMeta(index=index, term=moved[-1].term, conf_state=self.conf_state)
+        self.conf_state = conf_state
+        self.snapshot = SnapshotMeta(index=index, term=moved[-1].term, conf_state=conf_state)
 
 
 class SimDisk:
@@ -213,8 +216,8 @@ class SimDisk:
         if entries:
             self._write(Append(tuple(entries)))
 
-    def compact(self, index: int) -> None:
-        self._write(Compact(index))
+    def compact(self, index: int, conf_state: ConfState) -> None:
+        self._write(Compact(index, conf_state))
 
     def _write(self, operation: Operation) -> None:
         self.current.apply(operation)

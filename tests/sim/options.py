@@ -54,6 +54,8 @@ class SimOptions:
     proposal_probability: float
     transfer_probability: float
     compaction_probability: float
+    membership_change_probability: float
+    """Chance per tick that the leader removes a voter, or adds back the one removed."""
     planted_bugs: frozenset[PlantedBug] = frozenset()
 
     def describe(self) -> str:
@@ -98,6 +100,7 @@ def _default(rng: random.Random) -> SimOptions:
         proposal_probability=rng.choice((0.2, 0.5, 1.0)),
         transfer_probability=rng.choice((0.0, 0.005)),
         compaction_probability=rng.choice((0.0, 0.02, 0.05)),
+        membership_change_probability=rng.choice((0.0, 0.0, 0.01)),
     )
 
 
@@ -110,6 +113,7 @@ def _figure8(rng: random.Random) -> SimOptions:
     return replace(
         _default(rng),
         profile="figure8",
+        membership_change_probability=0.0,
         node_count=3,
         safety_ticks=600,
         election_ticks=5,
@@ -134,6 +138,7 @@ def _vote_crash(rng: random.Random) -> SimOptions:
     return replace(
         _default(rng),
         profile="vote-crash",
+        membership_change_probability=0.0,
         node_count=3,
         safety_ticks=600,
         election_ticks=5,
@@ -156,6 +161,7 @@ def _divergence(rng: random.Random) -> SimOptions:
     return replace(
         _default(rng),
         profile="divergence",
+        membership_change_probability=0.0,
         node_count=3,
         max_append_bytes=rng.choice((1, 16)),
         partition_probability=0.05,

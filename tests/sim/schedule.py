@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 
+from raftlog.raft.types import ConfChange, ConfChangeType
+
 from .cluster import Cluster
 from .options import SimOptions
 
@@ -51,6 +53,8 @@ class FaultSchedule:
             if leader is not None:
                 target = rng.choice([node for node in cluster.node_ids if node != leader])
                 cluster.transfer_leadership(leader, target)
+        if rng.random() < options.membership_change_probability:
+            self._change_membership(cluster)
         if rng.random() < options.compaction_probability:
             up = cluster.up_nodes()
             if up:
@@ -90,6 +94,21 @@ class FaultSchedule:
             victim = self._rng.choice(up)
         torn = self._rng.random() < self._options.torn_write_probability
         cluster.crash(victim, torn)
+
+    def _change_membership(self, cluster: Cluster) -> None:
+        """One voter at a time: remove a follower, or add back whoever is not a voter."""
+        leader = cluster.leader()
+        if leader is None:
+            return
+        node = cluster.drivers[leader].node
+        assert node is not None
+        missing = [node_id for node_id in cluster.node_ids if node_id not in node.conf_state.voters]
+        if missing:
+            change = ConfChange(ConfChangeType.ADD_VOTER, missing[0])
+        else:
+            followers = [node_id for node_id in cluster.node_ids if node_id != leader]
+            change = ConfChange(ConfChangeType.REMOVE_NODE, self._rng.choice(followers))
+        cluster.propose_conf_change(leader, change)
 
     def _propose(self, cluster: Cluster) -> None:
         up = cluster.up_nodes()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from raftlog.raft.types import PlantedBug
+from raftlog.raft.types import ConfChange, ConfChangeType, NodeId, PlantedBug
 
 from .checkers import SafetyViolation
 from .cluster import Cluster
@@ -118,6 +118,7 @@ def heal(cluster: Cluster) -> None:
     for _ in range(cluster.options.heal_ticks_max):
         leader = cluster.leader()
         if leader is not None:
+            _restore_membership(cluster, leader)
             leader_log = cluster.drivers[leader].disk.current
             for proposal in cluster.workload.pending():
                 # A client retries once its entry is gone from the leader's log (or never got
@@ -137,6 +138,16 @@ def heal(cluster: Cluster) -> None:
     )
 
 
+def _restore_membership(cluster: Cluster, leader: NodeId) -> None:
+    """The operator adds back every node the safety phase removed, one at a time."""
+    node = cluster.drivers[leader].node
+    assert node is not None
+    for node_id in cluster.node_ids:
+        if node_id not in node.conf_state.voters:
+            cluster.propose_conf_change(leader, ConfChange(ConfChangeType.ADD_VOTER, node_id))
+            return
+
+
 def _holds(log: LogState, index: int, data: bytes) -> bool:
     entry = log.entry_at(index)
     return entry is not None and entry.data == data
@@ -146,6 +157,10 @@ def _settled(cluster: Cluster) -> bool:
     """Every node has committed and applied the leader's whole log."""
     leader_id = cluster.leader()
     if leader_id is None:
+        return False
+    leader_node = cluster.drivers[leader_id].node
+    assert leader_node is not None
+    if leader_node.conf_state.voters != cluster.node_ids:
         return False
     leader_last_index = cluster.drivers[leader_id].disk.current.last_index
     for node_id in cluster.node_ids:

@@ -93,7 +93,7 @@ def test_torn_crash_keeps_a_prefix_of_the_unsynced_writes() -> None:
 def test_compaction_moves_entries_into_the_snapshot_image() -> None:
     disk = SimDisk(CONF_STATE)
     disk.append(entries(1, 5, 1))
-    disk.compact(3)
+    disk.compact(3, CONF_STATE)
     disk.sync()
     assert disk.first_index() == 4 and disk.term(3) == 1
     assert disk.snapshot() == SnapshotMeta(3, 1, CONF_STATE)
