@@ -10,7 +10,9 @@ Rules this module keeps:
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 from raftlog.store.filesystem import FileSystem
 
@@ -43,3 +45,26 @@ def read_file(fs: FileSystem, path: str) -> bytes | None:
         return handle.pread(handle.size(), 0)
     finally:
         handle.close()
+
+
+def write_json_document(fs: FileSystem, path: str, version: int, body: dict[str, Any]) -> None:
+    """Replace ``path`` atomically by a JSON document ``{"version": version, **body}``."""
+    document = {"version": version, **body}
+    write_atomically(fs, path, json.dumps(document, sort_keys=True).encode())
+
+
+def read_json_document(fs: FileSystem, path: str, version: int) -> dict[str, Any] | None:
+    """The JSON document at ``path`` (None when absent); ValueError naming the path when it is
+    not JSON or carries another format version."""
+    raw = read_file(fs, path)
+    if raw is None:
+        return None
+    try:
+        document = json.loads(raw)
+    except ValueError as error:
+        raise ValueError(f"{path}: not a valid JSON document: {error}") from error
+    if not isinstance(document, dict) or document.get("version") != version:
+        found = document.get("version") if isinstance(document, dict) else None
+        raise ValueError(f"{path}: unknown format version {found!r}")
+    checked: dict[str, Any] = document
+    return checked

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from raftlog.store.filesystem import FileHandle, FileSystem, OsFileSystem
+from raftlog.store.segment import parse_segment_file_name, segment_file_name
 
 UNIT_SIZE_BYTES = 20
 # From this many dirty files on, one syncfs beats per-file fsyncs on the real disk (measured
@@ -45,7 +46,6 @@ UNIT_SIZE_BYTES = 20
 _SYNCFS_MIN_FILES = 64
 CONSUME_QUEUE_DIR = "consumequeue"
 _UNIT = struct.Struct(">QIQ")
-_FILE_NAME_DIGITS = 20
 assert _UNIT.size == UNIT_SIZE_BYTES
 
 
@@ -104,11 +104,6 @@ class WriteBehind:
         self._queues.clear()
         self._buffered_units = 0
         return queues
-
-
-def file_name(start_byte: int) -> str:
-    """The 20-digit zero-padded name of a file starting at ``start_byte``."""
-    return f"{start_byte:0{_FILE_NAME_DIGITS}d}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,7 +438,7 @@ class ConsumeQueue:
         return deleted
 
     def _path(self, file_start: int) -> str:
-        return os.path.join(self._directory, file_name(file_start * UNIT_SIZE_BYTES))
+        return os.path.join(self._directory, segment_file_name(file_start * UNIT_SIZE_BYTES))
 
     def _create_file(self, file_start: int) -> None:
         if not self._file_starts:
@@ -453,7 +448,9 @@ class ConsumeQueue:
         self._file_starts.append(file_start)
 
     def _load(self) -> None:
-        names = [n for n in self._fs.listdir(self._directory) if _is_file_name(n)]
+        names = [
+            n for n in self._fs.listdir(self._directory) if parse_segment_file_name(n) is not None
+        ]
         self._file_starts = [int(n) // UNIT_SIZE_BYTES for n in names]
         if not self._file_starts:
             return
@@ -480,10 +477,6 @@ class ConsumeQueue:
                     return start + index + 1
             end = start
         return 0
-
-
-def _is_file_name(name: str) -> bool:
-    return len(name) == _FILE_NAME_DIGITS and name.isdigit()
 
 
 def list_queues(fs: FileSystem, root_dir: str) -> list[tuple[str, int]]:

@@ -9,11 +9,10 @@ Rules this module keeps:
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 
-from raftlog.store.atomic_file import read_file, write_atomically
+from raftlog.store.atomic_file import read_json_document, write_json_document
 from raftlog.store.errors import InvalidOffsetError
 from raftlog.store.filesystem import FileSystem
 
@@ -62,23 +61,21 @@ class ConsumerOffsets:
         with self._lock:
             if not self._dirty:
                 return
-            write_atomically(self._fs, self._path, self._to_json())
+            write_json_document(
+                self._fs, self._path, _FORMAT_VERSION, {"offsets": self._nested_offsets()}
+            )
             self._dirty = False
 
-    def _to_json(self) -> bytes:
+    def _nested_offsets(self) -> dict[str, dict[str, dict[str, int]]]:
         nested: dict[str, dict[str, dict[str, int]]] = {}
         for (group, topic, queue_id), queue_offset in self._offsets.items():
             nested.setdefault(group, {}).setdefault(topic, {})[str(queue_id)] = queue_offset
-        document = {"version": _FORMAT_VERSION, "offsets": nested}
-        return json.dumps(document, sort_keys=True).encode()
+        return nested
 
     def _load(self) -> None:
-        raw = read_file(self._fs, self._path)
-        if raw is None:
+        document = read_json_document(self._fs, self._path, _FORMAT_VERSION)
+        if document is None:
             return
-        document = json.loads(raw)
-        if document.get("version") != _FORMAT_VERSION:
-            raise ValueError(f"{self._path}: unknown format version {document.get('version')!r}")
         for group, topics in document["offsets"].items():
             for topic, queues in topics.items():
                 for queue_id, queue_offset in queues.items():

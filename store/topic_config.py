@@ -10,13 +10,12 @@ Rules this module keeps:
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from raftlog.store.atomic_file import read_file, write_atomically
+from raftlog.store.atomic_file import read_json_document, write_json_document
 from raftlog.store.errors import InvalidQueueIdError, UnknownTopicError
 from raftlog.store.filesystem import FileSystem
 from raftlog.store.validation import Limits, validate_topic
@@ -88,18 +87,12 @@ class TopicTable:
             return sorted(self._topics.values(), key=lambda config: config.name)
 
     def _persist(self, topics: dict[str, TopicConfig]) -> None:
-        document = {
-            "version": _FORMAT_VERSION,
-            "topics": {name: {"queue_count": c.queue_count} for name, c in topics.items()},
-        }
-        write_atomically(self._fs, self._path, json.dumps(document, sort_keys=True).encode())
+        body = {"topics": {name: {"queue_count": c.queue_count} for name, c in topics.items()}}
+        write_json_document(self._fs, self._path, _FORMAT_VERSION, body)
 
     def _load(self) -> None:
-        raw = read_file(self._fs, self._path)
-        if raw is None:
+        document = read_json_document(self._fs, self._path, _FORMAT_VERSION)
+        if document is None:
             return
-        document = json.loads(raw)
-        if document.get("version") != _FORMAT_VERSION:
-            raise ValueError(f"{self._path}: unknown format version {document.get('version')!r}")
         for name, fields in document["topics"].items():
             self._topics[name] = TopicConfig(name, int(fields["queue_count"]))
