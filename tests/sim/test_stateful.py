@@ -23,7 +23,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from raftlog.raft.types import PlantedBug
+from raftlog.raft.types import ConfChange, ConfChangeType, PlantedBug
 
 from .checkers import SafetyViolation
 from .cluster import Cluster
@@ -35,7 +35,7 @@ NODE_IDS = ("n1", "n2", "n3")
 
 settings.register_profile(
     "sim-default",
-    max_examples=40,
+    max_examples=100,
     stateful_step_count=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -152,6 +152,24 @@ class ClusterMachine(RuleBasedStateMachine):
         leader = self.cluster.leader()
         if leader is not None:
             self.cluster.crash(leader, torn)
+
+    @rule(node_id=st.sampled_from(NODE_IDS))
+    def change_membership(self, node_id: str) -> None:
+        """The leader adds back the node that is not a voter, if any, else removes
+        ``node_id``: at most one voter is ever missing, as the durability checker assumes."""
+        leader = self.cluster.leader()
+        if leader is None:
+            return
+        node = self.cluster.drivers[leader].node
+        assert node is not None
+        missing = [other for other in NODE_IDS if other not in node.conf_state.voters]
+        if missing:
+            change = ConfChange(ConfChangeType.ADD_VOTER, missing[0])
+        elif node_id != leader:
+            change = ConfChange(ConfChangeType.REMOVE_NODE, node_id)
+        else:
+            return
+        self.cluster.propose_conf_change(leader, change)
 
     @rule(node_id=st.sampled_from(NODE_IDS))
     def compact(self, node_id: str) -> None:
