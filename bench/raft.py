@@ -19,15 +19,12 @@ Rules this module keeps:
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import random
 import sys
-import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
+from raftlog.bench.report import Budget, run_bounded, write_json_report
 from raftlog.raft.config import Config
 from raftlog.raft.memory_storage import MemoryStorage
 from raftlog.raft.raw_node import RawNode
@@ -39,14 +36,6 @@ ENTRY_BYTES = 100
 PUMP_STEPS_MAX = 1_000_000
 """Messages and Readies handled in one pump before it is declared stuck."""
 ELECTION_ROUNDS_MAX = 100
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """How long each measurement may run: whichever limit comes first ends it."""
-
-    max_entries: int
-    max_seconds: float
 
 
 @dataclass(slots=True)
@@ -140,12 +129,7 @@ def measure(batch_size: int, budget: Budget, seed: int) -> Measurement:
     cluster = PumpedCluster(seed)
     cluster.elect("n1")
     payload = bytes(ENTRY_BYTES)
-    done = 0
-    start = time.perf_counter()
-    deadline = start + budget.max_seconds
-    while done < budget.max_entries and time.perf_counter() < deadline:
-        done += cluster.round("n1", batch_size, payload)
-    seconds = time.perf_counter() - start
+    done, seconds = run_bounded(lambda: cluster.round("n1", batch_size, payload), budget)
     params: dict[str, object] = {
         "nodes": len(NODE_IDS),
         "batch_size": batch_size,
@@ -176,14 +160,6 @@ def render_table(rows: list[Measurement]) -> str:
     return "\n".join(lines)
 
 
-def machine_description() -> dict[str, object]:
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="raftlog bench raft", description=__doc__)
     parser.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
@@ -199,15 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [median_measurement(batch_size, budget, repeats) for batch_size in BATCH_SIZES]
     print(render_table(rows))
     if args.json:
-        document = {
-            "bench": "raft",
-            "machine": machine_description(),
-            "budget": asdict(budget),
-            "repeats": repeats,
-            "measurements": [asdict(row) for row in rows],
-        }
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2)
+        write_json_report(args.json, "raft", budget, repeats, rows)
     return 0
 
 

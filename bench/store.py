@@ -24,15 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+from raftlog.bench.report import Budget, run_bounded, write_json_report
 from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.message_store import Message, MessageStore
 from raftlog.store.record import MessageRecord, encode_record
@@ -44,14 +44,6 @@ QUEUES_PER_TOPIC = 10
 SINGLE_WRITER_THREADS = 8
 WARM_UP_BATCH = 1024
 MIB = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """How long each measurement may run: whichever limit comes first ends it."""
-
-    max_messages: int
-    max_seconds: float
 
 
 @dataclass(slots=True)
@@ -67,16 +59,6 @@ class Measurement:
         body = int(str(self.params.get("body_bytes", 0)))
         self.msgs_per_s = self.messages / self.seconds if self.seconds > 0 else 0.0
         self.mb_per_s = self.msgs_per_s * body / MIB
-
-
-def _run_bounded(step: Callable[[], int], budget: Budget) -> tuple[int, float]:
-    """Call ``step`` (which returns how many messages it handled) until a limit is reached."""
-    done = 0
-    start = time.perf_counter()
-    deadline = start + budget.max_seconds
-    while done < budget.max_messages and time.perf_counter() < deadline:
-        done += step()
-    return done, time.perf_counter() - start
 
 
 def _sample_record(body_bytes: int) -> bytes:
@@ -114,7 +96,7 @@ def measure_raw_ceiling(
             os.fdatasync(raw.fileno())
             return batch_size
 
-        messages, seconds = _run_bounded(step, budget)
+        messages, seconds = run_bounded(step, budget)
     os.remove(path)
     return Measurement(
         "raw-ceiling",
@@ -215,7 +197,7 @@ def measure_store_append(
         else:
             store.put_messages(message_batches[cursor % len(message_batches)])
 
-    per_thread = Budget(budget.max_messages // writer_threads, budget.max_seconds)
+    per_thread = Budget(budget.max_count // writer_threads, budget.max_seconds)
     counts = [0] * writer_threads
 
     def writer(slot: int) -> None:
@@ -227,7 +209,7 @@ def measure_store_append(
             cursor += writer_threads
             return batch_size
 
-        counts[slot], _ = _run_bounded(step, per_thread)
+        counts[slot], _ = run_bounded(step, per_thread)
 
     start = time.perf_counter()
     threads = [threading.Thread(target=writer, args=(slot,)) for slot in range(writer_threads)]
@@ -251,12 +233,12 @@ def measure_store_append(
 
 
 def measure_pull(store: MessageStore, body_bytes: int, budget: Budget) -> Measurement:
-    """Write ``budget.max_messages`` messages to one queue, then read them all back in pulls of
+    """Write ``budget.max_count`` messages to one queue, then read them all back in pulls of
     up to 256 messages (ConsumeQueue unit read + CommitLog record read and CRC check)."""
     topic = f"bench-pull-{body_bytes}"
     store.create_topic(topic, 1)
     batch = _messages_for([(topic, 0)], body_bytes, 256, 0)
-    for _ in range(max(1, budget.max_messages // len(batch))):
+    for _ in range(max(1, budget.max_count // len(batch))):
         store.put_messages(batch)
     queue_offset = store.min_queue_offset(topic, 0)
 
@@ -271,7 +253,7 @@ def measure_pull(store: MessageStore, body_bytes: int, budget: Budget) -> Measur
     done = 0
     start = time.perf_counter()
     try:
-        done, _ = _run_bounded(step, budget)
+        done, _ = run_bounded(step, budget)
     except _PullDone:
         done = queue_offset
     seconds = time.perf_counter() - start
@@ -421,15 +403,6 @@ def render_table(rows: list[Measurement], ratios: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
-def machine_description() -> dict[str, object]:
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="raftlog bench store", description=__doc__)
     parser.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
@@ -451,16 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = summarize(rows)
     print(render_table(rows, ratios))
     if args.json:
-        document = {
-            "bench": "store",
-            "machine": machine_description(),
-            "budget": asdict(budget),
-            "repeats": args.repeats,
-            "measurements": [asdict(row) for row in rows],
-            "ratios": ratios,
-        }
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=2)
+        write_json_report(args.json, "store", budget, args.repeats, rows, ratios=ratios)
     return 0
 
 
