@@ -70,15 +70,10 @@ class PumpedCluster:
 
     def _drain(self, node_id: NodeId) -> int:
         node = self.nodes[node_id]
-        storage = self.storages[node_id]
         handled = 0
         while node.has_ready():
             ready = node.ready()
-            if ready.snapshot is not None:
-                storage.apply_snapshot(ready.snapshot)
-            storage.append(ready.entries)
-            if ready.hard_state is not None:
-                storage.set_hard_state(ready.hard_state)
+            self.storages[node_id].persist(ready)
             self._queue.extend(ready.messages)
             if ready.committed_entries:
                 self.applied_index[node_id] = ready.committed_entries[-1].index

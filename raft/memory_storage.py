@@ -23,6 +23,7 @@ from raftlog.raft.types import (
     HardState,
     LogCompactedError,
     LogUnavailableError,
+    Ready,
     SnapshotMeta,
 )
 
@@ -65,6 +66,15 @@ class MemoryStorage:
         return self._snapshot
 
     # --- writers (the application, while handling a Ready) ---------------------------------
+
+    def persist(self, ready: Ready) -> None:
+        """Ready step 1 in one call: install the snapshot, append the entries, store the hard
+        state (memory needs no fsync, so ``must_sync`` is met by construction)."""
+        if ready.snapshot is not None:
+            self.apply_snapshot(ready.snapshot)
+        self.append(ready.entries)
+        if ready.hard_state is not None:
+            self.set_hard_state(ready.hard_state)
 
     def set_hard_state(self, hard_state: HardState) -> None:
         self.hard_state = hard_state

@@ -102,14 +102,10 @@ class Cluster:
     def handle_ready(self, node_id: NodeId) -> list[Message]:
         node = self.nodes[node_id]
         ready = node.ready()
-        storage = self.storages[node_id]
+        self.storages[node_id].persist(ready)
         if ready.snapshot is not None:
-            storage.apply_snapshot(ready.snapshot)
             # The snapshot's state replaces the applied state (a segment transfer in raftlog).
             self.applied[node_id] = list(self.snapshot_data[ready.snapshot.index])
-        storage.append(ready.entries)
-        if ready.hard_state is not None:
-            storage.set_hard_state(ready.hard_state)
         self.applied[node_id].extend(ready.committed_entries)
         self.read_states[node_id].extend(ready.read_states)
         node.advance(ready)

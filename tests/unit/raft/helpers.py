@@ -35,11 +35,7 @@ def drain(node: RawNode, storage: MemoryStorage) -> Ready:
     if not node.has_ready():
         return Ready()
     ready = node.ready()
-    if ready.snapshot is not None:
-        storage.apply_snapshot(ready.snapshot)
-    storage.append(ready.entries)
-    if ready.hard_state is not None:
-        storage.set_hard_state(ready.hard_state)
+    storage.persist(ready)
     node.advance(ready)
     return ready
 
