@@ -152,7 +152,7 @@ class GetResult:
 
 
 # One record of a block to append: its topic/queue and its size in bytes.
-_BlockEntry = tuple[tuple[str, int], int]
+BlockEntry = tuple[tuple[str, int], int]
 
 
 class MessageStore:
@@ -352,9 +352,21 @@ class MessageStore:
         offset, store time and the trailer are then stamped in place; born host, born time,
         store host and the rest are kept as encoded."""
         self._check_writable()
+        return self._write(bytearray(block), self.check_encoded(block))
+
+    def encode_messages(self, messages: Sequence[Message]) -> tuple[bytearray, list[BlockEntry]]:
+        """Validate and encode a batch without writing it: the unstamped block and one
+        ``((topic, queue_id), size_bytes)`` per record. A replicated writer (the Raft leader)
+        stamps it with ``stamp_block`` once it knows where the block will lie."""
+        records, entries = self._encode(messages)
+        return bytearray().join(records), entries
+
+    def check_encoded(self, block: bytes | bytearray) -> list[BlockEntry]:
+        """Verify and validate a producer-encoded block (see ``put_encoded``) without writing
+        it; one ``((topic, queue_id), size_bytes)`` per record."""
         limits = self._config.limits
         queue_counts: dict[str, int] = {}
-        entries: list[_BlockEntry] = []
+        entries: list[BlockEntry] = []
         for record in verify_block(block):
             topic = record.topic
             queue_count = queue_counts.get(topic)
@@ -370,7 +382,22 @@ class MessageStore:
                 limits,
             )
             entries.append(((topic, record.queue_id), record.size))
-        return self._write(bytearray(block), entries)
+        return entries
+
+    def stamp_block(
+        self,
+        block: bytearray,
+        entries: Sequence[BlockEntry],
+        first_physical_offset: int,
+        store_timestamp_ms: int,
+    ) -> list[PutResult]:
+        """Stamp the next queue offsets, the physical offsets (the block's first record at
+        ``first_physical_offset``), the store time and the CRC trailers into ``block``
+        without writing it: the Raft leader's half of a write, whose bytes reach the CommitLog
+        inside a Raft entry. The assigned queue offsets count as used from now on (the next
+        stamp continues after them) until ``reload_next_queue_offsets``."""
+        with self._write_lock:
+            return self._stamp(block, entries, 0, first_physical_offset, store_timestamp_ms)
 
     def _check_writable(self) -> None:
         if self._closed:
@@ -381,7 +408,7 @@ class MessageStore:
                 f"{self._config.disk_full_ratio:.0%}; writes resume once retention frees space"
             )
 
-    def _write(self, block: bytearray, entries: list[_BlockEntry]) -> list[PutResult]:
+    def _write(self, block: bytearray, entries: list[BlockEntry]) -> list[PutResult]:
         """Append validated, unstamped records, wait for durability (SYNC_FLUSH) and
         dispatch."""
         if not entries:
@@ -404,7 +431,7 @@ class MessageStore:
             self.dispatch()
         return results
 
-    def _encode(self, messages: Sequence[Message]) -> tuple[list[bytes], list[_BlockEntry]]:
+    def _encode(self, messages: Sequence[Message]) -> tuple[list[bytes], list[BlockEntry]]:
         """Validate and encode a batch, unstamped (``encode_unstamped_record``); topics are
         checked once per batch."""
         limits = self._config.limits
@@ -412,7 +439,7 @@ class MessageStore:
         topics: dict[str, tuple[bytes, int]] = {}
         now_ms: int | None = None
         records: list[bytes] = []
-        entries: list[_BlockEntry] = []
+        entries: list[BlockEntry] = []
         for message in messages:
             topic = message.topic
             known = topics.get(topic)
@@ -453,15 +480,13 @@ class MessageStore:
             entries.append(((topic, message.queue_id), len(record)))
         return records, entries
 
-    def _append(self, block: bytearray, entries: list[_BlockEntry]) -> list[PutResult]:
+    def _append(self, block: bytearray, entries: list[BlockEntry]) -> list[PutResult]:
         """Stamp queue offsets, physical offsets, the store time and the CRC trailers into
         ``block`` and write it (under the write lock), one CommitLog append per segment-sized
         chunk. Queue offsets are committed only once their bytes are written."""
         segment_size = self._commit_log.segment_size_bytes
-        assigned: dict[tuple[str, int], int] = {}
         results: list[PutResult] = []
         store_timestamp_ms = self._now_ms()
-        message_id_of = self._message_id_of
         chunk_start = chunk_first_byte = 0
         while chunk_start < len(entries):
             chunk_end = chunk_start
@@ -470,29 +495,57 @@ class MessageStore:
                 chunk_bytes += entries[chunk_end][1]
                 chunk_end += 1
             start = self._commit_log.position_for(chunk_bytes)
-            position = chunk_first_byte
-            for queue_key, size in entries[chunk_start:chunk_end]:
-                queue_offset = assigned.get(queue_key)
-                if queue_offset is None:
-                    queue_offset = self._next_queue_offset(queue_key)
-                physical_offset = start + position - chunk_first_byte
-                patch_record(
+            saved_offsets = dict(self._next_queue_offsets)
+            try:
+                results += self._stamp(
                     block,
-                    position,
-                    queue_offset=queue_offset,
-                    physical_offset=physical_offset,
-                    store_timestamp_ms=store_timestamp_ms,
+                    entries[chunk_start:chunk_end],
+                    chunk_first_byte,
+                    start,
+                    store_timestamp_ms,
                 )
-                results.append(
-                    PutResult(queue_offset, physical_offset, message_id_of(physical_offset))
-                )
-                assigned[queue_key] = queue_offset + 1
-                position += size
-            with memoryview(block) as view:
-                written = self._commit_log.append(view[chunk_first_byte:position])
+                with memoryview(block) as view:
+                    written = self._commit_log.append(
+                        view[chunk_first_byte : chunk_first_byte + chunk_bytes]
+                    )
+            except BaseException:
+                # Offsets of a chunk that did not reach the CommitLog are not used.
+                self._next_queue_offsets = saved_offsets
+                raise
             assert written == start, f"append wrote at {written}, expected {start}"
-            self._next_queue_offsets.update(assigned)
-            chunk_start, chunk_first_byte = chunk_end, position
+            chunk_start, chunk_first_byte = chunk_end, chunk_first_byte + chunk_bytes
+        return results
+
+    def _stamp(
+        self,
+        block: bytearray,
+        entries: Sequence[BlockEntry],
+        first_byte: int,
+        first_physical_offset: int,
+        store_timestamp_ms: int,
+    ) -> list[PutResult]:
+        """Stamp ``entries`` (the records from byte ``first_byte`` of ``block``) for a place
+        starting at ``first_physical_offset`` and advance the next queue offsets."""
+        assigned: dict[tuple[str, int], int] = {}
+        results: list[PutResult] = []
+        message_id_of = self._message_id_of
+        position = first_byte
+        for queue_key, size in entries:
+            queue_offset = assigned.get(queue_key)
+            if queue_offset is None:
+                queue_offset = self._next_queue_offset(queue_key)
+            physical_offset = first_physical_offset + position - first_byte
+            patch_record(
+                block,
+                position,
+                queue_offset=queue_offset,
+                physical_offset=physical_offset,
+                store_timestamp_ms=store_timestamp_ms,
+            )
+            results.append(PutResult(queue_offset, physical_offset, message_id_of(physical_offset)))
+            assigned[queue_key] = queue_offset + 1
+            position += size
+        self._next_queue_offsets.update(assigned)
         return results
 
     def _next_queue_offset(self, queue_key: tuple[str, int]) -> int:
