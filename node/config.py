@@ -1,0 +1,390 @@
+"""A node's configuration: one frozen, validated dataclass and the loader that builds it.
+
+Sources, highest precedence first: command-line flags (``overrides``), environment variables
+``RAFTLOG_<FIELD_UPPER>`` (``RAFTLOG_PEERS`` as ``"n1=host:port,n2=host:port"``), a TOML file,
+then the defaults below. docs/configuration.md ("Node configuration") lists every field.
+
+Rules this module keeps:
+- Every size and time carries its unit in its name; every field is checked when the dataclass
+  is built, so a bad configuration fails at start-up with a ``ConfigError`` whose message names
+  the field, the value and what is wrong (and, from the loader, where the value came from).
+- ``NodeConfig(...)`` itself never touches the disk; ``load_config`` also checks that
+  ``data_dir`` exists as a writable directory or can be created, without creating it.
+- Unknown keys in the TOML file are errors (a misspelt setting must not be silently ignored);
+  unknown ``RAFTLOG_*`` environment variables are ignored (other tools share the prefix).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from raftlog.store.config import FlushMode, StoreConfig
+from raftlog.store.validation import Limits
+
+MIB = 1024 * 1024
+ENV_PREFIX = "RAFTLOG_"
+DURABILITY_MODES = ("fsync", "write")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+# The store subdirectory of data_dir; the Raft log and hard state live beside it.
+STORE_SUBDIR = "store"
+
+_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# A DNS name or IPv4 literal; IPv6 literals are written in brackets and checked apart.
+_HOST_PATTERN = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+_IPV6_PATTERN = re.compile(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?")
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or wrong; the message names the field and the fix."""
+
+
+def parse_address(value: str, what: str) -> tuple[str, int]:
+    """Split ``"host:port"`` (IPv6 as ``"[::1]:7701"``) into host and port.
+
+    ``what`` names the field in the error message. Raises ConfigError when the host is empty or
+    malformed or the port is not an integer in 1..65535.
+    """
+    if not isinstance(value, str):
+        raise ConfigError(f"{what}: {value!r} is not a string of the form host:port")
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not host:
+        raise ConfigError(f"{what}: {value!r} is not of the form host:port")
+    if host.startswith("["):
+        if not host.endswith("]") or not _IPV6_PATTERN.fullmatch(host[1:-1]):
+            raise ConfigError(f"{what}: {value!r} has a malformed bracketed IPv6 host")
+        host = host[1:-1]
+    elif not _HOST_PATTERN.fullmatch(host):
+        raise ConfigError(
+            f"{what}: {value!r} has a malformed host {host!r} (IPv6 hosts go in brackets)"
+        )
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ConfigError(f"{what}: {value!r} has port {port_text!r}; it must be 1..65535")
+    return host, int(port_text)
+
+
+def parse_peers(text: str, what: str = "peers") -> dict[str, str]:
+    """Parse ``"n1=host:port,n2=host:port"`` into a dict (the env/CLI form of ``peers``)."""
+    peers: dict[str, str] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        node_id, sep, address = item.partition("=")
+        if not sep:
+            raise ConfigError(f"{what}: {item!r} is not of the form node_id=host:port")
+        node_id = node_id.strip()
+        if node_id in peers:
+            raise ConfigError(f"{what}: node id {node_id!r} is listed twice")
+        peers[node_id] = address.strip()
+    return peers
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """Everything one raftlog node needs to start. All fields are validated on construction.
+
+    ``peers`` maps every voter's node id (this node included) to the address the others reach
+    it at; ``advertise_address`` (default ``listen_address``) is what this node tells clients
+    and peers, and must equal ``peers[node_id]``.
+    """
+
+    node_id: str
+    listen_address: str
+    # Excluded from the hash (a dict is unhashable) but compared for equality.
+    peers: dict[str, str] = field(hash=False)
+    data_dir: str
+    advertise_address: str | None = None
+    cluster_id: str = "raftlog"
+    # "fsync": acknowledge once a majority fsynced the entry; "write": once a majority wrote it
+    # (survives a process crash, not a power loss of a majority).
+    durability: str = "fsync"
+    tick_ms: int = 50
+    election_ticks: int = 10
+    heartbeat_ticks: int = 2
+    segment_size_bytes: int = 64 * MIB
+    max_body_bytes: int = 4 * MIB
+    max_write_timeout_ms: int = 10_000
+    max_inflight_bytes: int = 64 * MIB
+    preferred_leader: str | None = None
+    file_reserved_hours: int = 72
+    disk_clean_watermark_ratio: float = 0.75
+    disk_force_clean_ratio: float = 0.85
+    disk_full_ratio: float = 0.90
+    log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        _check_id("node_id", self.node_id)
+        _check_id("cluster_id", self.cluster_id)
+        parse_address(self.listen_address, "listen_address")
+        if self.advertise_address is not None:
+            parse_address(self.advertise_address, "advertise_address")
+        self._check_peers()
+        if not isinstance(self.data_dir, str) or not self.data_dir:
+            raise ConfigError("data_dir: must be a non-empty path")
+        if self.durability not in DURABILITY_MODES:
+            raise ConfigError(
+                f"durability: {self.durability!r} is not one of {', '.join(DURABILITY_MODES)}"
+            )
+        for name in (
+            "tick_ms",
+            "election_ticks",
+            "heartbeat_ticks",
+            "segment_size_bytes",
+            "max_body_bytes",
+            "max_write_timeout_ms",
+            "max_inflight_bytes",
+        ):
+            value = getattr(self, name)
+            if type(value) is not int or value <= 0:
+                raise ConfigError(f"{name}: {value!r} must be a positive integer")
+        if type(self.file_reserved_hours) is not int or self.file_reserved_hours < 0:
+            raise ConfigError(
+                f"file_reserved_hours: {self.file_reserved_hours!r} must be an integer >= 0"
+            )
+        if self.election_ticks <= self.heartbeat_ticks:
+            raise ConfigError(
+                f"election_ticks: {self.election_ticks} must be greater than heartbeat_ticks "
+                f"({self.heartbeat_ticks}), or followers time out between heartbeats"
+            )
+        # A record (body + properties + header) must fit in one CommitLog segment.
+        if self.segment_size_bytes <= self.max_body_bytes:
+            raise ConfigError(
+                f"segment_size_bytes: {self.segment_size_bytes} must be greater than "
+                f"max_body_bytes ({self.max_body_bytes}) so the largest message fits a segment"
+            )
+        # Otherwise a message at the body limit could never be admitted.
+        if self.max_inflight_bytes < self.max_body_bytes:
+            raise ConfigError(
+                f"max_inflight_bytes: {self.max_inflight_bytes} must be at least "
+                f"max_body_bytes ({self.max_body_bytes})"
+            )
+        self._check_ratios()
+        if self.preferred_leader is not None and self.preferred_leader not in self.peers:
+            raise ConfigError(
+                f"preferred_leader: {self.preferred_leader!r} is not in peers "
+                f"({', '.join(sorted(self.peers))})"
+            )
+        if self.log_level not in LOG_LEVELS:
+            raise ConfigError(
+                f"log_level: {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
+            )
+
+    def _check_peers(self) -> None:
+        if not isinstance(self.peers, dict) or not self.peers:
+            raise ConfigError("peers: must list every voter as node_id=host:port, this node too")
+        for peer_id, address in self.peers.items():
+            _check_id("peers", peer_id)
+            parse_address(address, f"peers[{peer_id}]")
+        if self.node_id not in self.peers:
+            raise ConfigError(
+                f"peers: does not contain this node's id {self.node_id!r} "
+                f"(peers lists every voter, this node included)"
+            )
+        own = self.peers[self.node_id]
+        if self.advertise_address is None and own != self.listen_address:
+            raise ConfigError(
+                f"peers[{self.node_id}]: {own!r} differs from listen_address "
+                f"{self.listen_address!r}; set advertise_address when they differ on purpose"
+            )
+        if self.advertise_address is not None and own != self.advertise_address:
+            raise ConfigError(
+                f"peers[{self.node_id}]: {own!r} differs from advertise_address "
+                f"{self.advertise_address!r}"
+            )
+        addresses = list(self.peers.values())
+        if len(set(addresses)) != len(addresses):
+            raise ConfigError(f"peers: two voters share an address ({', '.join(addresses)})")
+
+    def _check_ratios(self) -> None:
+        names = ("disk_clean_watermark_ratio", "disk_force_clean_ratio", "disk_full_ratio")
+        values = [getattr(self, name) for name in names]
+        for name, value in zip(names, values, strict=True):
+            if type(value) not in (int, float) or not 0.0 < value <= 1.0:
+                raise ConfigError(f"{name}: {value!r} must be a number in (0, 1]")
+        if not values[0] <= values[1] <= values[2]:
+            raise ConfigError(
+                "disk_force_clean_ratio: the ratios must satisfy disk_clean_watermark_ratio "
+                f"<= disk_force_clean_ratio <= disk_full_ratio, got {values[0]}, {values[1]}, "
+                f"{values[2]}"
+            )
+
+    @property
+    def advertised(self) -> str:
+        """The address clients and peers use for this node."""
+        return self.advertise_address or self.listen_address
+
+    @property
+    def store_dir(self) -> str:
+        """The MessageStore's root: ``<data_dir>/store``."""
+        return os.path.join(self.data_dir, STORE_SUBDIR)
+
+    def store_config(self) -> StoreConfig:
+        """The StoreConfig this node's MessageStore opens with, rooted at ``<data_dir>/store``.
+
+        ``durability`` "fsync" maps to SYNC_FLUSH, "write" to ASYNC_FLUSH; retention fields
+        map one to one (``file_reserved_hours`` is the store's ``retention_hours``).
+        """
+        return StoreConfig(
+            root_dir=self.store_dir,
+            segment_size_bytes=self.segment_size_bytes,
+            flush_mode=FlushMode.SYNC_FLUSH
+            if self.durability == "fsync"
+            else FlushMode.ASYNC_FLUSH,
+            limits=Limits(max_body_bytes=self.max_body_bytes),
+            retention_hours=self.file_reserved_hours,
+            disk_clean_watermark_ratio=float(self.disk_clean_watermark_ratio),
+            disk_force_clean_ratio=float(self.disk_force_clean_ratio),
+            disk_full_ratio=float(self.disk_full_ratio),
+        )
+
+
+def _check_id(name: str, value: object) -> None:
+    if not isinstance(value, str) or not _ID_PATTERN.fullmatch(value):
+        raise ConfigError(f"{name}: {value!r} must be 1..64 characters from [A-Za-z0-9_-]")
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(NodeConfig))
+REQUIRED_FIELDS = ("node_id", "listen_address", "peers", "data_dir")
+_INT_FIELDS = frozenset(
+    name for name in FIELD_NAMES if name.endswith(("_ms", "_ticks", "_bytes", "_hours"))
+)
+_FLOAT_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_ratio"))
+_OPTIONAL_FIELDS = frozenset({"advertise_address", "preferred_leader"})
+
+
+def env_var(name: str) -> str:
+    """The environment variable that sets field ``name``."""
+    return ENV_PREFIX + name.upper()
+
+
+def _from_text(name: str, text: str, source: str) -> object:
+    """Convert an environment/CLI string to the field's type."""
+    try:
+        if name in _INT_FIELDS:
+            return int(text.strip())
+        if name in _FLOAT_FIELDS:
+            return float(text.strip())
+    except ValueError:
+        kind = "an integer" if name in _INT_FIELDS else "a number"
+        raise ConfigError(f"{name}: {text!r} is not {kind} ({source})") from None
+    if name == "peers":
+        return parse_peers(text)
+    return text
+
+
+def _from_toml(name: str, value: object, source: str) -> object:
+    """Check a TOML value's type (TOML is typed: no string-to-int guessing here)."""
+    if name == "peers":
+        if isinstance(value, str):
+            return parse_peers(value)
+        if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+            return dict(value)
+        raise ConfigError(f'peers: must be a table of node_id = "host:port" ({source})')
+    if name in _INT_FIELDS:
+        if type(value) is not int:
+            raise ConfigError(f"{name}: {value!r} is not an integer ({source})")
+    elif name in _FLOAT_FIELDS:
+        if type(value) not in (int, float):
+            raise ConfigError(f"{name}: {value!r} is not a number ({source})")
+        return float(value)  # type: ignore[arg-type]
+    elif not isinstance(value, str):
+        raise ConfigError(f"{name}: {value!r} is not a string ({source})")
+    return value
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file: {path!r} does not exist") from None
+    except OSError as error:
+        raise ConfigError(f"config file: cannot read {path!r}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file: {path!r} is not valid TOML: {error}") from None
+    unknown = sorted(set(document) - set(FIELD_NAMES))
+    if unknown:
+        raise ConfigError(
+            f"{unknown[0]}: unknown setting in config file {path!r} "
+            f"(known: {', '.join(FIELD_NAMES)})"
+        )
+    return document
+
+
+def load_config(
+    file: str | None,
+    env: Mapping[str, str],
+    overrides: Mapping[str, object],
+) -> NodeConfig:
+    """Build and validate a NodeConfig from CLI ``overrides`` > ``env`` > TOML ``file`` >
+    defaults.
+
+    ``overrides`` maps field names to values already of the field's type, or to strings (as
+    argparse gives them), which are converted like environment values; None means "not given".
+    An empty environment variable counts as unset. Raises ConfigError naming the field.
+    """
+    values: dict[str, object] = {}
+    if file is not None:
+        for name, value in _read_file(file).items():
+            values[name] = _from_toml(name, value, f"config file {file}")
+    for name in FIELD_NAMES:
+        text = env.get(env_var(name))
+        if text is not None and text != "":
+            values[name] = _from_text(name, text, f"environment variable {env_var(name)}")
+    for name, value in overrides.items():
+        if name not in FIELD_NAMES:
+            raise ConfigError(f"{name}: unknown setting")
+        if value is None:
+            continue
+        values[name] = (
+            _from_text(name, value, f"--{name.replace('_', '-')}")
+            if isinstance(value, str)
+            else value
+        )
+    for name in _OPTIONAL_FIELDS:
+        if values.get(name) == "":
+            values[name] = None
+    for name in REQUIRED_FIELDS:
+        if name not in values:
+            raise ConfigError(
+                f"{name}: required; set --{name.replace('_', '-')}, {env_var(name)} "
+                f"or {name} in the config file"
+            )
+    config = NodeConfig(**values)  # type: ignore[arg-type]
+    check_data_dir(config.data_dir)
+    return config
+
+
+def check_data_dir(path: str) -> None:
+    """Check ``path`` is a writable directory or could be created, without creating it."""
+    probe = os.path.abspath(path)
+    if os.path.exists(probe) and not os.path.isdir(probe):
+        raise ConfigError(f"data_dir: {path!r} exists and is not a directory")
+    # Walk up to the nearest existing ancestor: it must be a directory we may write into.
+    for _ in range(probe.count(os.sep) + 1):
+        if os.path.exists(probe):
+            break
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise ConfigError(f"data_dir: {path!r} cannot be created ({probe!r} is not a directory)")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"data_dir: {path!r} is not writable ({probe!r} denies write access)")
+
+
+__all__ = [
+    "DURABILITY_MODES",
+    "FIELD_NAMES",
+    "LOG_LEVELS",
+    "ConfigError",
+    "NodeConfig",
+    "check_data_dir",
+    "env_var",
+    "load_config",
+    "parse_address",
+    "parse_peers",
+]
