@@ -418,9 +418,12 @@ class RaftLogStorage:
         self._index.append(first_index, units)
         self._log_end_offset = units[-1].end_physical_offset
 
-    def sync(self) -> None:
-        """Make everything appended durable, then a changed term or vote (see Durability)."""
-        self._commit_log.flush()
+    def sync(self, flush_entries: bool = True) -> None:
+        """Make everything appended durable, then a changed term or vote (see Durability).
+        ``flush_entries=False`` (the node's "ack after a majority wrote" mode) skips the
+        CommitLog fsync but still makes term and vote durable."""
+        if flush_entries:
+            self._commit_log.flush()
         if self._index.last_index - self._index_synced_through >= _INDEX_SYNC_INTERVAL_ENTRIES:
             self._sync_index()
         persisted = self._persisted_hard_state

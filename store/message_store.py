@@ -91,7 +91,12 @@ from raftlog.store.record import (
 from raftlog.store.retention import Retention, RetentionReport
 from raftlog.store.store_lock import AbortMarker, StoreLock
 from raftlog.store.topic_config import TopicConfig, TopicTable
-from raftlog.store.validation import validate_properties, validate_sizes, validate_topic
+from raftlog.store.validation import (
+    Limits,
+    validate_properties,
+    validate_sizes,
+    validate_topic,
+)
 
 DEFAULT_STORE_HOST = ("127.0.0.1", 10911)
 DEFAULT_MAX_OPEN_QUEUE_FILES = 256
@@ -588,6 +593,11 @@ class MessageStore:
     @property
     def commit_log(self) -> CommitLog:
         return self._commit_log
+
+    @property
+    def limits(self) -> Limits:
+        """The validation limits this store enforces."""
+        return self._config.limits
 
     # ------------------------------------------------------------------ reads
 

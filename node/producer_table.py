@@ -1,0 +1,104 @@
+"""ProducerTable: the idempotent producers' last stored sequences, so a retried batch is stored
+once, also across a leader change (Kafka's idempotent producer; RocketMQ has none).
+
+State is derived from the Raft log only: a ``ProduceMarker`` is applied with its batch's entry,
+on every replica, so a new leader knows every sequence its predecessor committed. On restart the
+node replays the retained log, which rebuilds the table.
+
+Rules this module keeps (the ProduceRequest.sequence contract in client.proto):
+- ``sequence == last + 1`` (or an unknown producer): store it.
+- ``sequence <= last``: a duplicate; answered from the remembered entry if it is one of the
+  last ``REMEMBERED_BATCHES`` of that producer, else "forgotten" (stored once, offsets lost).
+- ``sequence > last + 1``: a gap; nothing is written.
+- The leader also counts sequences proposed but not yet applied (``pending``), so several
+  batches of one producer may be in flight in order; pending state is dropped with leadership.
+- Producers idle for longer than ``retention_ms`` are forgotten (bounded memory). Time is the
+  markers' store timestamps (stamped by the leader, in the log), so every replica forgets the
+  same producers at the same point of the log. A forgotten producer is unknown: its next batch
+  is stored whatever its sequence (as Kafka does after producer-state expiry).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+REMEMBERED_BATCHES = 8
+_EXPIRY_SWEEP_INTERVAL_MS = 1000
+
+
+@dataclass(slots=True)
+class _Producer:
+    last_sequence: int
+    last_seen_ms: int
+    # sequence -> (raft index, raft term) of the entry that stored it, newest last.
+    batches: OrderedDict[int, tuple[int, int]] = field(default_factory=OrderedDict)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What to do with a batch: ``store``, or ``duplicate`` (answer from ``entry``, or
+    forgotten when ``entry`` is None and ``pending`` is False), or ``wait`` for the pending
+    proposal of the same sequence, or ``gap``."""
+
+    action: str
+    entry: tuple[int, int] | None = None
+
+
+class ProducerTable:
+    def __init__(self, retention_ms: int) -> None:
+        self._retention_ms = retention_ms
+        self._producers: dict[str, _Producer] = {}
+        self._pending: dict[str, int] = {}
+        self._expired_at_ms = 0
+
+    def check(self, producer_id: str, sequence: int) -> Verdict:
+        """The verdict for a batch the leader is about to propose."""
+        producer = self._producers.get(producer_id)
+        if producer is None and producer_id not in self._pending:
+            return Verdict("store")
+        last = producer.last_sequence if producer is not None else 0
+        pending = self._pending.get(producer_id, last)
+        if sequence == pending + 1:
+            return Verdict("store")
+        if sequence > pending + 1:
+            return Verdict("gap")
+        if sequence > last:
+            return Verdict("wait")
+        entry = producer.batches.get(sequence) if producer is not None else None
+        return Verdict("duplicate", entry)
+
+    def propose(self, producer_id: str, sequence: int) -> None:
+        self._pending[producer_id] = sequence
+
+    def drop_pending(self) -> None:
+        """Leadership lost (or proposals dropped): forget what was proposed, not applied."""
+        self._pending.clear()
+
+    def apply(self, producer_id: str, sequence: int, entry: tuple[int, int], now_ms: int) -> None:
+        """A committed marker: record it (every replica, in log order)."""
+        producer = self._producers.get(producer_id)
+        if producer is None:
+            producer = self._producers[producer_id] = _Producer(0, now_ms)
+        if sequence <= producer.last_sequence:
+            return  # a duplicate stored twice cannot happen; replay of an applied entry can
+        producer.last_sequence = sequence
+        producer.last_seen_ms = now_ms
+        producer.batches[sequence] = entry
+        while len(producer.batches) > REMEMBERED_BATCHES:
+            producer.batches.popitem(last=False)
+        if self._pending.get(producer_id, 0) <= sequence:
+            self._pending.pop(producer_id, None)
+        self._expire(now_ms)
+
+    def _expire(self, now_ms: int) -> None:
+        # A sweep per second of log time, not per batch: the sweep walks every producer.
+        if now_ms - self._expired_at_ms < _EXPIRY_SWEEP_INTERVAL_MS:
+            return
+        self._expired_at_ms = now_ms
+        cutoff = now_ms - self._retention_ms
+        for producer_id in [p for p, s in self._producers.items() if s.last_seen_ms < cutoff]:
+            del self._producers[producer_id]
+
+    def __len__(self) -> int:
+        return len(self._producers)

@@ -1,0 +1,127 @@
+"""The seam that decides who may write, and when a write is acknowledged.
+
+A node's gRPC services never touch replication directly: writes (produce, consumer-group
+offset commits, topic creation), the linearizable reads (consumer-group offsets), leadership
+transfer and the cluster view all go through a ``WritePath``. Today the one implementation is
+the Raft replica (node/replica.py): only the leader writes, and a write is acknowledged once its
+entry is committed (a majority has it, fsynced or written as configured) and applied. The
+classic master-slave roles (SYNC_MASTER, ASYNC_MASTER, SLAVE) will plug in here as a second
+implementation, with the same errors.
+
+Rules every implementation keeps:
+- Refuse before proposing when it may not write (NotLeaderError): nothing was written.
+- Acknowledge only what is durable as configured and visible to readers (dispatched).
+- When the outcome cannot be learned in time, raise UnknownOutcomeError, never a failure.
+- Reads (pull, queries) do not go through here: any member serves them from its store, which
+  only ever shows committed messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from raftlog.store.message_store import Message, PutResult
+from raftlog.store.topic_config import TopicConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceOutcome:
+    """Where a produced batch landed, in request order."""
+
+    results: list[PutResult]
+    queue_ids: list[int]
+    store_timestamp_ms: int
+    duplicate: bool
+    raft_index: int
+    raft_term: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberView:
+    """One member as the answering node sees it; progress fields only on the leader."""
+
+    node_id: str
+    address: str
+    role: str  # "leader", "follower", "pre-candidate", "candidate", "learner", "unknown"
+    voter: bool
+    has_progress: bool = False
+    match_index: int = 0
+    lag_entries: int = 0
+    replication_state: str = ""  # "probe", "replicate", "snapshot" (leader only)
+    inflight_appends: int = 0
+    recent_active: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    cluster_id: str
+    node_id: str
+    role: str
+    leader_id: str | None
+    leader_address: str | None
+    term: int
+    commit_index: int
+    applied_index: int
+    last_index: int
+    members: list[MemberView]
+    transferring_to: str | None
+
+
+class WritePath(Protocol):
+    def produce(
+        self,
+        messages: Sequence[Message],
+        *,
+        producer_id: str,
+        sequence: int,
+        timeout_s: float,
+    ) -> ProduceOutcome:
+        """Store one batch (one topic) atomically; ``producer_id`` "" = not idempotent."""
+        ...
+
+    def produce_encoded(
+        self,
+        topic: str,
+        records: bytes,
+        *,
+        producer_id: str,
+        sequence: int,
+        timeout_s: float,
+    ) -> ProduceOutcome:
+        """Store a batch the producer encoded (records back to back, broker fields zero)."""
+        ...
+
+    def commit_offsets(
+        self, group: str, offsets: Sequence[tuple[str, int, int]], *, timeout_s: float
+    ) -> None:
+        """Commit (topic, queue_id, next_queue_offset) for ``group`` through the log."""
+        ...
+
+    def fetch_offsets(
+        self, group: str, queues: Sequence[tuple[str, int]], *, timeout_s: float
+    ) -> list[int | None]:
+        """The group's committed next offsets (None = never committed), read linearizably."""
+        ...
+
+    def create_topic(
+        self, topic: str, queue_count: int, *, timeout_s: float
+    ) -> tuple[TopicConfig, bool]:
+        """Create a topic through the log; returns its config and whether it was created now
+        (False: it existed with this queue count). A different queue count is an error."""
+        ...
+
+    def transfer_leadership(self, target_id: str | None, *, timeout_s: float) -> ClusterView:
+        """Hand leadership to ``target_id`` (None: the most up-to-date voter) and wait."""
+        ...
+
+    def cluster_view(self) -> ClusterView:
+        """This node's view of the cluster (never blocks on the network)."""
+        ...
+
+    def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
+        """Block until readers can see past ``after_physical_offset`` (new messages were
+        dispatched) or the timeout passes; returns the current dispatched offset. Long polling
+        uses it."""
+        ...
