@@ -201,9 +201,15 @@ class Replica:
     def close(self, transfer_timeout_s: float = 3.0) -> None:
         """Graceful stop: a leader hands leadership to the most up-to-date voter first, so the
         cluster does not wait an election timeout; then the loop stops."""
-        if self._thread.is_alive() and self._view.role == "leader" and self._peer_ids():
+        view = self._view
+        live_followers = sorted(
+            (m for m in view.members if m.voter and m.recent_active and m.role == "follower"),
+            key=lambda m: -m.match_index,
+        )
+        if self._thread.is_alive() and view.role == "leader" and live_followers:
             try:
-                self.transfer_leadership(None, timeout_s=transfer_timeout_s)
+                # Only to a member that answers: the core alone might pick a stopped one.
+                self.transfer_leadership(live_followers[0].node_id, timeout_s=transfer_timeout_s)
             except NodeError as error:
                 _log.warning("leadership transfer on shutdown: %s", error)
         self._stopping.set()
@@ -213,9 +219,6 @@ class Replica:
         self._fail_all(ShuttingDownError("the node is shutting down"))
         with self._visible:
             self._visible.notify_all()
-
-    def _peer_ids(self) -> list[str]:
-        return [p for p in self._settings.peer_addresses if p != self._settings.node_id]
 
     # ------------------------------------------------------------------ inbox
 
