@@ -255,7 +255,11 @@ class Replica:
                 now = time.monotonic()
                 if now >= next_tick:
                     self._node.tick()
-                    next_tick = max(next_tick + tick_s, now)
+                    next_tick += tick_s
+                    if next_tick <= now:
+                        # Fell behind (a long fsync, a pause): skip the missed ticks rather
+                        # than firing them back to back, which would expire timeouts at once.
+                        next_tick = now + tick_s
                 self._handle_ready()
                 if self._queued:
                     self._propose_queued()
