@@ -1,1 +1,71 @@
-"""raftlog.client: see docs/architecture.md."""
+"""raftlog.client: a typed Python client for a raftlog cluster (gRPC, generated stubs only).
+
+``Producer`` sends (idempotent and in order by default), ``Consumer`` reads a topic for a
+consumer group with long polling, ``Admin`` manages topics and the cluster and queries
+messages. Every failure is a ``RaftlogError`` subclass; ``UnknownOutcomeError`` means a write
+may or may not be stored, never that it failed. This package imports only raftlog.proto and
+third-party packages (import-linter contract).
+"""
+
+from raftlog.client.admin import Admin
+from raftlog.client.connection import Connection, parse_addresses
+from raftlog.client.consumer import Consumer
+from raftlog.client.errors import (
+    DeadlineExceededError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    NotLeaderError,
+    RaftlogError,
+    ResourceExhaustedError,
+    SequenceForgottenError,
+    SequenceGapError,
+    UnavailableError,
+    UnknownOutcomeError,
+    from_rpc_error,
+)
+from raftlog.client.messages import (
+    ClusterStatus,
+    LeaderInfo,
+    Member,
+    Message,
+    OutgoingMessage,
+    QueueInfo,
+    SendResult,
+    TopicCreation,
+    TopicDescription,
+    TopicInfo,
+)
+from raftlog.client.producer import Producer
+from raftlog.client.retry import RetryPolicy
+
+__all__ = [
+    "Admin",
+    "ClusterStatus",
+    "Connection",
+    "Consumer",
+    "DeadlineExceededError",
+    "InternalError",
+    "InvalidArgumentError",
+    "LeaderInfo",
+    "Member",
+    "Message",
+    "NotFoundError",
+    "NotLeaderError",
+    "OutgoingMessage",
+    "Producer",
+    "QueueInfo",
+    "RaftlogError",
+    "ResourceExhaustedError",
+    "RetryPolicy",
+    "SendResult",
+    "SequenceForgottenError",
+    "SequenceGapError",
+    "TopicCreation",
+    "TopicDescription",
+    "TopicInfo",
+    "UnavailableError",
+    "UnknownOutcomeError",
+    "from_rpc_error",
+    "parse_addresses",
+]

@@ -1,0 +1,217 @@
+"""A pool of gRPC channels to a cluster's members, and one call routed to the right member.
+
+Rules this module keeps:
+- Every channel allows messages of up to 64 MiB both ways (bodies may exceed gRPC's 4 MiB
+  default: client.proto "Message sizes").
+- Leader-only calls go to the member believed to lead; a FAILED_PRECONDITION answer moves the
+  belief to the address in its ``raftlog-leader`` trailer and the call follows it (at most
+  ``max_redirects`` times per call; a redirect with a lower term than one already followed is
+  ignored as stale). A member that is unavailable (server-sent UNAVAILABLE, a not-leader answer
+  naming no leader, or no connection) is skipped for the next address.
+- One ``call`` is one logical attempt: it tries each address at most once plus the redirects,
+  all within ``timeout_s``. Retrying with backoff is retry.py's job, not this module's.
+- A write that may have reached a member (unknown outcome) is never re-sent here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+
+from raftlog.client.errors import (
+    NotLeaderError,
+    RaftlogError,
+    UnavailableError,
+    from_rpc_error,
+)
+from raftlog.proto import client_pb2_grpc
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_REDIRECTS = 3
+_STUB_CLASSES: dict[str, Any] = {
+    "Producer": client_pb2_grpc.ProducerStub,
+    "Consumer": client_pb2_grpc.ConsumerStub,
+    "Admin": client_pb2_grpc.AdminStub,
+}
+
+
+def parse_addresses(addresses: str | Sequence[str]) -> tuple[str, ...]:
+    """Normalise ``"h:p,h:p"`` or a list of ``"host:port"`` into a tuple, without duplicates.
+    Raises ValueError when none is given or one has no port."""
+    items = addresses.split(",") if isinstance(addresses, str) else list(addresses)
+    result: list[str] = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"address {item!r} is not of the form host:port")
+        if item not in result:
+            result.append(item)
+    if not result:
+        raise ValueError("no server address given")
+    return tuple(result)
+
+
+class Connection:
+    """Channels to a cluster's members (created lazily, one per address) and the current
+    leader belief. Thread-safe: producers, consumers and admin calls may share one."""
+
+    def __init__(
+        self,
+        addresses: str | Sequence[str],
+        *,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        max_redirects: int = DEFAULT_MAX_REDIRECTS,
+    ) -> None:
+        self._addresses: list[str] = list(parse_addresses(addresses))
+        self._options = [
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+        ]
+        self._max_redirects = max_redirects
+        self._lock = threading.Lock()
+        self._channels: dict[str, grpc.Channel] = {}
+        self._stubs: dict[tuple[str, str], Any] = {}
+        self._leader: str | None = None
+        self._leader_term = 0
+        # Rotates the first address tried when no leader is known, to spread reads.
+        self._next_index = 0
+        self._closed = False
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        """Every address known: the configured ones, then any learnt from redirects."""
+        with self._lock:
+            return tuple(self._addresses)
+
+    @property
+    def leader_address(self) -> str | None:
+        """The member believed to lead, or None when unknown."""
+        with self._lock:
+            return self._leader
+
+    def note_leader(self, address: str | None, term: int = 0) -> None:
+        """Record a leader belief (None forgets it). A known term lower than one already seen
+        is ignored: that redirect is stale."""
+        with self._lock:
+            if address is None:
+                self._leader = None
+                return
+            if term and term < self._leader_term:
+                return
+            self._leader_term = max(self._leader_term, term)
+            self._leader = address
+            if address not in self._addresses:
+                self._addresses.append(address)
+
+    def stub(self, service: str, address: str) -> Any:
+        """The generated stub of ``service`` ("Producer", "Consumer", "Admin") at ``address``."""
+        with self._lock:
+            if self._closed:
+                raise RaftlogError("the connection is closed")
+            key = (service, address)
+            stub = self._stubs.get(key)
+            if stub is None:
+                channel = self._channels.get(address)
+                if channel is None:
+                    channel = grpc.insecure_channel(address, options=self._options)
+                    self._channels[address] = channel
+                stub = _STUB_CLASSES[service](channel)
+                self._stubs[key] = stub
+            return stub
+
+    def _order(self, leader_only: bool, address: str | None) -> list[str]:
+        with self._lock:
+            addresses = list(self._addresses)
+            if address is not None:
+                first = address
+            elif self._leader is not None:
+                first = self._leader
+            else:
+                first = addresses[self._next_index % len(addresses)]
+                if not leader_only:
+                    self._next_index += 1
+        return [first] + [a for a in addresses if a != first]
+
+    def call(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        *,
+        timeout_s: float,
+        leader_only: bool,
+        write: bool,
+        address: str | None = None,
+    ) -> Any:
+        """Send ``request`` to ``service.method`` and return the response.
+
+        ``leader_only`` calls follow redirects; ``address`` pins the first member tried
+        (e.g. to ask one member for its own status). Raises the RaftlogError of the last
+        member tried: UnavailableError / NotLeaderError when no member could serve it,
+        UnknownOutcomeError at once for a write whose answer was lost.
+        """
+        deadline = time.monotonic() + timeout_s
+        pending = self._order(leader_only, address)
+        tried: set[str] = set()
+        redirects = 0
+        last_error: RaftlogError | None = None
+        # Bounded: each address once, plus at most max_redirects redirect targets.
+        for _ in range(len(pending) + self._max_redirects + 1):
+            if not pending:
+                break
+            remaining_s = deadline - time.monotonic()
+            if remaining_s <= 0:
+                break
+            target = pending.pop(0)
+            tried.add(target)
+            try:
+                response = getattr(self.stub(service, target), method)(request, timeout=remaining_s)
+            except grpc.RpcError as rpc_error:
+                error = from_rpc_error(rpc_error, write=write, address=target)
+            else:
+                if leader_only:
+                    self.note_leader(target)
+                return response
+            last_error = error
+            if isinstance(error, NotLeaderError) and error.leader_address:
+                self.note_leader(error.leader_address, error.term)
+                redirect = self.leader_address
+                if redirect is not None and redirect != target and redirects < self._max_redirects:
+                    redirects += 1
+                    pending = [redirect] + [a for a in pending if a != redirect]
+                    continue
+                continue
+            if isinstance(error, NotLeaderError | UnavailableError):
+                if self.leader_address == target:
+                    self.note_leader(None)
+                continue
+            raise error
+        if last_error is None:
+            raise UnavailableError(
+                f"no member answered within {timeout_s:.1f} s "
+                f"(tried {', '.join(sorted(tried)) or 'none'})"
+            )
+        raise last_error
+
+    def close(self) -> None:
+        """Close every channel. Calls after this raise RaftlogError."""
+        with self._lock:
+            self._closed = True
+            channels = list(self._channels.values())
+            self._channels.clear()
+            self._stubs.clear()
+        for channel in channels:
+            channel.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,305 @@
+"""The consumer: pulls one topic's queues for a consumer group, with long polling.
+
+Rules this module keeps:
+- Positions start at the group's committed offsets (FetchOffsets, on the leader: never a
+  stale offset after failover); a queue without one starts at its first live offset (0 unless
+  retention deleted messages), or there for every queue with ``from_beginning=True``.
+- Reads (Pull) may be served by any member; the offsets (FetchOffsets, CommitOffsets) only by
+  the leader, through redirects. A follower that lags answers OFFSET_TOO_LARGE: the consumer
+  keeps its position and asks again (another member may answer).
+- ``poll`` returns each message once, in queue-offset order per queue, and advances the
+  position past it; ``commit`` stores the positions (the NEXT offset to consume) so a
+  restarted consumer resumes after what it committed (at-least-once if you commit after
+  processing).
+- Every wait is bounded: ``poll(timeout_s)`` returns by its timeout (plus one RPC's slack), and
+  iteration stops when ``stop()`` is called or ``max_idle_s`` passes without a message.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from raftlog.client.connection import Connection
+from raftlog.client.errors import DeadlineExceededError, UnavailableError
+from raftlog.client.messages import Message
+from raftlog.client.retry import RetryPolicy
+from raftlog.proto import client_pb2
+
+# A long poll on one of several queues is kept short so the others are not starved.
+_MULTI_QUEUE_POLL_SLICE_S = 0.2
+# Extra time a Pull's RPC deadline gets over its long-poll timeout (the server answers by then).
+_RPC_SLACK_S = 2.0
+
+
+class Consumer:
+    """Consumes ``topic`` for consumer ``group``.
+
+    ``queue_ids``: the queues to read (default: all of the topic's queues). ``tags``: only
+    messages with one of these tags (default all). ``max_messages``: per Pull.
+    """
+
+    def __init__(
+        self,
+        addresses: str | Sequence[str] | Connection,
+        group: str,
+        topic: str,
+        queue_ids: Sequence[int] | None = None,
+        *,
+        tags: Sequence[str] = (),
+        from_beginning: bool = False,
+        max_messages: int = 32,
+        timeout_s: float = 30.0,
+    ) -> None:
+        if not group:
+            raise ValueError("group is empty")
+        if not topic:
+            raise ValueError("topic is empty")
+        self.group = group
+        self.topic = topic
+        self._requested_queue_ids = list(queue_ids) if queue_ids is not None else None
+        self._tags = list(tags)
+        self._from_beginning = from_beginning
+        self._max_messages = max_messages
+        self._owns_connection = not isinstance(addresses, Connection)
+        self._connection = addresses if isinstance(addresses, Connection) else Connection(addresses)
+        self._policy = RetryPolicy(total_timeout_s=timeout_s, attempt_timeout_s=timeout_s)
+        # queue id -> next queue offset to consume; None until the first poll.
+        self._positions: dict[int, int] | None = None
+        self._committed: dict[int, int] = {}
+        self._rotation = 0
+        self._stop = threading.Event()
+
+    @property
+    def positions(self) -> dict[int, int]:
+        """Queue id -> the next queue offset this consumer will read."""
+        return dict(self._start())
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def _call(self, service: str, method: str, request: Any, *, leader_only: bool) -> Any:
+        def attempt(timeout_s: float) -> Any:
+            return self._connection.call(
+                service, method, request, timeout_s=timeout_s, leader_only=leader_only, write=False
+            )
+
+        return self._policy.run(attempt, idempotent=True)
+
+    def _queue_bounds(self) -> dict[int, int]:
+        """Queue id -> min live offset, for the queues this consumer reads."""
+        response = self._call(
+            "Admin",
+            "DescribeTopic",
+            client_pb2.DescribeTopicRequest(topic=self.topic),
+            leader_only=False,
+        )
+        bounds = {q.queue_id: q.min_queue_offset for q in response.queues}
+        if not bounds:
+            bounds = {q: 0 for q in range(response.topic.queue_count)}
+        if self._requested_queue_ids is None:
+            return bounds
+        missing = [q for q in self._requested_queue_ids if q not in bounds]
+        if missing:
+            raise ValueError(
+                f"topic {self.topic!r} has no queue {missing[0]} (it has {len(bounds)})"
+            )
+        return {q: bounds[q] for q in self._requested_queue_ids}
+
+    def _start(self) -> dict[int, int]:
+        """The positions, fetched on first use."""
+        if self._positions is not None:
+            return self._positions
+        bounds = self._queue_bounds()
+        positions = dict(bounds)
+        if not self._from_beginning:
+            response = self._call(
+                "Consumer",
+                "FetchOffsets",
+                client_pb2.FetchOffsetsRequest(
+                    group=self.group,
+                    queues=[
+                        client_pb2.QueueRef(topic=self.topic, queue_id=q) for q in sorted(bounds)
+                    ],
+                ),
+                leader_only=True,
+            )
+            for fetched in response.offsets:
+                if fetched.found and fetched.queue_id in positions:
+                    positions[fetched.queue_id] = max(fetched.queue_offset, 0)
+                    self._committed[fetched.queue_id] = fetched.queue_offset
+        self._positions = positions
+        return positions
+
+    def _pull(self, queue_id: int, offset: int, long_poll_s: float) -> Any:
+        request = client_pb2.PullRequest(
+            topic=self.topic,
+            queue_id=queue_id,
+            queue_offset=offset,
+            max_messages=self._max_messages,
+            tags=self._tags,
+            long_poll_timeout_ms=int(long_poll_s * 1000),
+            consumer_group=self.group,
+        )
+        # One attempt routed over the members: a retry loop here would hold up the poll.
+        return self._connection.call(
+            "Consumer",
+            "Pull",
+            request,
+            timeout_s=long_poll_s + _RPC_SLACK_S,
+            leader_only=False,
+            write=False,
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def poll(self, timeout_s: float = 1.0) -> list[Message]:
+        """Messages available now, or the first to arrive within ``timeout_s``; [] when none
+        did. Advances the positions past the returned messages."""
+        positions = self._start()
+        queue_ids = sorted(positions)
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        first_sweep = True
+        # Bounded: each round pulls every queue once; rounds end at the deadline, and a
+        # round with a long poll takes at least a slice, so the count is bounded too.
+        max_rounds = 2 + int(timeout_s / _MULTI_QUEUE_POLL_SLICE_S) + len(queue_ids)
+        for _ in range(max_rounds):
+            remaining_s = deadline - time.monotonic()
+            for index in range(len(queue_ids)):
+                queue_id = queue_ids[(self._rotation + index) % len(queue_ids)]
+                if first_sweep:
+                    long_poll_s = 0.0
+                elif len(queue_ids) == 1:
+                    long_poll_s = max(0.0, remaining_s)
+                else:
+                    long_poll_s = max(0.0, min(_MULTI_QUEUE_POLL_SLICE_S, remaining_s))
+                messages = self._poll_queue(queue_id, long_poll_s)
+                if messages:
+                    self._rotation = (self._rotation + index + 1) % len(queue_ids)
+                    return messages
+            first_sweep = False
+            if time.monotonic() >= deadline:
+                break
+        return []
+
+    def _poll_queue(self, queue_id: int, long_poll_s: float) -> list[Message]:
+        positions = self._start()
+        offset = positions[queue_id]
+        try:
+            response = self._pull(queue_id, offset, long_poll_s)
+        except (UnavailableError, DeadlineExceededError):
+            if long_poll_s > 0:
+                time.sleep(min(long_poll_s, 0.1))  # the cluster is briefly away: don't spin
+            return []
+        status = response.status
+        if status == client_pb2.PULL_STATUS_FOUND:
+            messages = [Message.from_proto(m) for m in response.messages]
+            positions[queue_id] = response.next_queue_offset
+            return messages
+        if status in (
+            client_pb2.PULL_STATUS_NO_MATCHED_MESSAGES,
+            client_pb2.PULL_STATUS_OFFSET_TOO_SMALL,
+        ):
+            # Skip what the filter rejected, or what retention deleted.
+            positions[queue_id] = max(offset, response.next_queue_offset)
+        elif status == client_pb2.PULL_STATUS_OFFSET_TOO_LARGE and long_poll_s > 0:
+            time.sleep(min(long_poll_s, 0.1))  # a lagging follower: ask again shortly
+        return []
+
+    def __iter__(self) -> Iterator[Message]:
+        """Messages as they arrive, until ``stop()`` (no ``max_idle_s``: see ``iterate``)."""
+        return self.iterate()
+
+    def iterate(
+        self, *, max_idle_s: float | None = None, poll_timeout_s: float = 1.0
+    ) -> Iterator[Message]:
+        """Yield messages until ``stop()`` is called or ``max_idle_s`` passes without one."""
+        idle_since = time.monotonic()
+        while not self._stop.is_set():
+            if max_idle_s is not None and time.monotonic() - idle_since >= max_idle_s:
+                return
+            wait_s = poll_timeout_s
+            if max_idle_s is not None:
+                wait_s = min(wait_s, max(0.0, max_idle_s - (time.monotonic() - idle_since)))
+            messages = self.poll(wait_s)
+            if messages:
+                idle_since = time.monotonic()
+            yield from messages
+
+    def stop(self) -> None:
+        """Make iteration end after the current poll (thread-safe)."""
+        self._stop.set()
+
+    # -- positions -------------------------------------------------------------------------
+
+    def commit(self) -> int | None:
+        """Store the positions that changed since the last commit (leader only; retried).
+        Returns the Raft index of the commit, or None when nothing changed. Raises
+        UnknownOutcomeError when the answer was lost (committing again is harmless)."""
+        positions = self._start()
+        changed = {q: o for q, o in positions.items() if self._committed.get(q) != o}
+        if not changed:
+            return None
+        request = client_pb2.CommitOffsetsRequest(
+            group=self.group,
+            offsets=[
+                client_pb2.QueueOffset(topic=self.topic, queue_id=q, queue_offset=o)
+                for q, o in sorted(changed.items())
+            ],
+        )
+
+        def attempt(timeout_s: float) -> Any:
+            return self._connection.call(
+                "Consumer",
+                "CommitOffsets",
+                request,
+                timeout_s=timeout_s,
+                leader_only=True,
+                write=True,
+            )
+
+        # Committing the same offsets twice stores the same value: safe to retry.
+        response = self._policy.run(attempt, idempotent=True)
+        self._committed.update(changed)
+        return int(response.raft_index)
+
+    def seek(self, queue_id: int, offset: int) -> None:
+        """Continue ``queue_id`` from queue ``offset``."""
+        positions = self._start()
+        if queue_id not in positions:
+            raise ValueError(f"this consumer does not read queue {queue_id}")
+        if offset < 0:
+            raise ValueError(f"offset {offset} is negative")
+        positions[queue_id] = offset
+
+    def seek_to_time(self, timestamp_ms: int) -> dict[int, int]:
+        """Continue every queue from its first message stored at or after ``timestamp_ms``;
+        returns the new positions."""
+        if timestamp_ms < 0:
+            raise ValueError(f"timestamp_ms {timestamp_ms} is negative")
+        positions = self._start()
+        for queue_id in sorted(positions):
+            response = self._call(
+                "Consumer",
+                "QueryOffsetByTime",
+                client_pb2.QueryOffsetByTimeRequest(
+                    topic=self.topic, queue_id=queue_id, timestamp_ms=timestamp_ms
+                ),
+                leader_only=False,
+            )
+            positions[queue_id] = response.queue_offset
+        return dict(positions)
+
+    def close(self) -> None:
+        """Stop iterating and close the connection (if this consumer opened it). Does not
+        commit: call ``commit()`` first to keep your place."""
+        self._stop.set()
+        if self._owns_connection:
+            self._connection.close()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,382 @@
+"""The producer: sends messages to the leader, optionally idempotent, in order.
+
+Rules this module keeps:
+- One sender thread sends every batch of a producer, one at a time, in the order they were
+  submitted (``send``, ``send_batch`` and ``send_async`` all queue to it). So an idempotent
+  producer's batches reach the server in sequence order, as ProduceRequest.sequence requires.
+- Idempotent producer (the default): a batch gets the next sequence number when it is first
+  sent, and keeps it across every retry (same producer_id + sequence), so retrying an unknown
+  outcome stores it at most once. A batch refused with "nothing written" gives its number
+  back. A batch whose outcome stayed unknown after all retries is reported to its caller as
+  UnknownOutcomeError, and it is resent (same sequence) before any later batch, so it ends up
+  stored exactly once and later batches never leave a gap; while it cannot be resolved, later
+  batches fail with UnavailableError without being sent. OUT_OF_RANGE (a gap) is answered by
+  resending the unresolved batch first, then the refused one.
+- A non-idempotent producer (``idempotent=False``) never retries an unknown outcome: it is
+  surfaced as UnknownOutcomeError (the batch may be stored once, or not at all).
+- Each message without a ``uniq_key`` gets a fresh UUID, so it can be found by key later.
+- Pending batches are bounded (``max_pending_batches``); ``send_async`` blocks up to
+  ``timeout_s`` for room, then raises ResourceExhaustedError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from raftlog.client.connection import Connection
+from raftlog.client.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    RaftlogError,
+    ResourceExhaustedError,
+    SequenceForgottenError,
+    SequenceGapError,
+    UnavailableError,
+    UnknownOutcomeError,
+)
+from raftlog.client.messages import OutgoingMessage, SendResult
+from raftlog.client.retry import RetryPolicy
+from raftlog.proto import client_pb2
+
+MAX_PRODUCER_ID_BYTES = 64
+DEFAULT_MAX_PENDING_BATCHES = 1024
+
+
+@dataclass
+class _Batch:
+    """One ProduceRequest waiting to be sent (or resolved). ``sequence`` is 0 until sent."""
+
+    topic: str
+    messages: list[Any]
+    future: Future[list[SendResult]]
+    sequence: int = 0
+    uniq_keys: list[str] = field(default_factory=list)
+
+
+def _properties(properties: Mapping[str, str] | Sequence[tuple[str, str]]) -> list[Any]:
+    pairs = properties.items() if isinstance(properties, Mapping) else properties
+    return [client_pb2.Property(name=name, value=value) for name, value in pairs]
+
+
+def _to_proto(message: OutgoingMessage) -> Any:
+    proto = client_pb2.ProduceMessage(
+        keys=list(message.keys),
+        tags=message.tags,
+        uniq_key=message.uniq_key or uuid.uuid4().hex.upper(),
+        properties=_properties(message.properties),
+        body=bytes(message.body),
+        flag=message.flag,
+        born_timestamp_ms=message.born_timestamp_ms,
+    )
+    if message.queue_id is not None:
+        proto.queue_id = message.queue_id
+    elif message.sharding_key is not None:
+        proto.sharding_key = message.sharding_key
+    return proto
+
+
+class Producer:
+    """Sends messages to a raftlog cluster.
+
+    ``addresses``: the members ("host:port", a list or a comma-separated string; any subset
+    reaches the leader through redirects). ``idempotent``: see the module rules.
+    ``producer_id``: the idempotent producer's id (default: a fresh UUID); when you pass an id
+    you reuse across process restarts, also pass ``first_sequence`` one past the last
+    sequence that id ever sent, or new batches are taken for resends. ``timeout_s``: the
+    total time one batch may take, retries included.
+    """
+
+    def __init__(
+        self,
+        addresses: str | Sequence[str] | Connection,
+        *,
+        idempotent: bool = True,
+        producer_id: str | None = None,
+        first_sequence: int = 1,
+        timeout_s: float = 30.0,
+        attempt_timeout_s: float = 10.0,
+        max_attempts: int = 10,
+        max_pending_batches: int = DEFAULT_MAX_PENDING_BATCHES,
+    ) -> None:
+        if producer_id is not None and not idempotent:
+            raise ValueError("producer_id is only meaningful for an idempotent producer")
+        self.producer_id = (producer_id or str(uuid.uuid4())) if idempotent else ""
+        if len(self.producer_id.encode()) > MAX_PRODUCER_ID_BYTES:
+            raise ValueError(f"producer_id is over {MAX_PRODUCER_ID_BYTES} bytes")
+        if first_sequence < 1:
+            raise ValueError(f"first_sequence is {first_sequence}; it must be at least 1")
+        self.idempotent = idempotent
+        self.timeout_s = timeout_s
+        self._owns_connection = not isinstance(addresses, Connection)
+        self._connection = addresses if isinstance(addresses, Connection) else Connection(addresses)
+        self._policy = RetryPolicy(
+            max_attempts=max_attempts,
+            total_timeout_s=timeout_s,
+            attempt_timeout_s=min(attempt_timeout_s, timeout_s),
+        )
+        self._next_sequence = first_sequence
+        # The one batch whose outcome is unknown (at most one: nothing later is sent
+        # while it is unresolved).
+        self._unresolved: _Batch | None = None
+        self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=max_pending_batches)
+        self._submit_lock = threading.Lock()
+        self._closed = False
+        self._sender = threading.Thread(
+            target=self._run, name=f"raftlog-producer-{self.producer_id[:8]}", daemon=True
+        )
+        self._sender.start()
+
+    @property
+    def connection(self) -> Connection:
+        """The connection this producer sends through."""
+        return self._connection
+
+    @property
+    def next_sequence(self) -> int:
+        """The sequence the next new batch will get (idempotent producer)."""
+        return self._next_sequence
+
+    # -- submitting ------------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        key: str | None = None,
+        keys: Sequence[str] = (),
+        tags: str = "",
+        queue_id: int | None = None,
+        sharding_key: str | None = None,
+        properties: Mapping[str, str] | Sequence[tuple[str, str]] = (),
+        uniq_key: str = "",
+    ) -> SendResult:
+        """Send one message and wait for it to be stored. Raises a RaftlogError subclass;
+        UnknownOutcomeError means it may or may not be stored (never "failed")."""
+        return self.send_async(
+            topic,
+            body,
+            key=key,
+            keys=keys,
+            tags=tags,
+            queue_id=queue_id,
+            sharding_key=sharding_key,
+            properties=properties,
+            uniq_key=uniq_key,
+        ).result()
+
+    def send_batch(
+        self, topic: str, messages: Sequence[OutgoingMessage | bytes]
+    ) -> list[SendResult]:
+        """Send a batch (stored atomically: all or none) and wait; results in order."""
+        return self.send_batch_async(topic, messages).result()
+
+    def send_async(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        key: str | None = None,
+        keys: Sequence[str] = (),
+        tags: str = "",
+        queue_id: int | None = None,
+        sharding_key: str | None = None,
+        properties: Mapping[str, str] | Sequence[tuple[str, str]] = (),
+        uniq_key: str = "",
+    ) -> Future[SendResult]:
+        """Queue one message; the future holds its SendResult or RaftlogError. Messages of
+        one producer are stored in the order they were queued."""
+        message = OutgoingMessage(
+            body=body,
+            keys=([key] if key else []) + list(keys),
+            tags=tags,
+            queue_id=queue_id,
+            sharding_key=sharding_key,
+            properties=properties,
+            uniq_key=uniq_key,
+        )
+        single: Future[SendResult] = Future()
+        batch_future = self.send_batch_async(topic, [message])
+
+        def unwrap(done: Future[list[SendResult]]) -> None:
+            error = done.exception()
+            if error is not None:
+                single.set_exception(error)
+            else:
+                single.set_result(done.result()[0])
+
+        batch_future.add_done_callback(unwrap)
+        return single
+
+    def send_batch_async(
+        self, topic: str, messages: Sequence[OutgoingMessage | bytes]
+    ) -> Future[list[SendResult]]:
+        """Queue a batch; the future holds the results in order, or a RaftlogError."""
+        if not messages:
+            raise ValueError("a batch holds at least one message")
+        protos = [
+            _to_proto(m if isinstance(m, OutgoingMessage) else OutgoingMessage(body=m))
+            for m in messages
+        ]
+        batch = _Batch(
+            topic=topic,
+            messages=protos,
+            future=Future(),
+            uniq_keys=[p.uniq_key for p in protos],
+        )
+        with self._submit_lock:
+            if self._closed:
+                raise RaftlogError("the producer is closed")
+            try:
+                self._queue.put(batch, timeout=self.timeout_s)
+            except queue.Full:
+                raise ResourceExhaustedError(
+                    f"{self._queue.maxsize} batches are already pending; none freed within "
+                    f"{self.timeout_s:.1f} s"
+                ) from None
+        return batch.future
+
+    # -- the sender thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            batch = self._queue.get()
+            if batch is None:
+                break
+            if not batch.future.set_running_or_notify_cancel():
+                continue  # cancelled before it was sent: nothing to do, no sequence used
+            if not batch.messages:
+                batch.future.set_result([])  # a flush marker: everything before it is done
+                continue
+            try:
+                batch.future.set_result(self._deliver(batch))
+            except RaftlogError as error:
+                batch.future.set_exception(error)
+            except Exception as error:  # a bug must fail the future, not kill the thread
+                batch.future.set_exception(RaftlogError(f"internal client error: {error!r}"))
+        # Closing: one last bounded try to settle an unknown outcome, so it is stored once.
+        if self._unresolved is not None:
+            self._resolve()
+
+    def _deliver(self, batch: _Batch) -> list[SendResult]:
+        """Send a new batch (idempotent: after settling any unresolved one)."""
+        if not self.idempotent:
+            return self._attempt(batch, idempotent=False)
+        if self._unresolved is not None and not self._resolve():
+            raise UnavailableError(
+                f"not sent: batch {self._unresolved.sequence} of this producer still has an "
+                "unknown outcome and could not be resent; retry later"
+            )
+        batch.sequence = self._next_sequence
+        self._next_sequence += 1
+        try:
+            return self._attempt(batch, idempotent=True)
+        except SequenceGapError:
+            # Nothing was written; without an earlier unresolved batch to resend, the server
+            # lost track of this producer: give the number back and report it.
+            self._next_sequence = batch.sequence
+            raise
+        except UnknownOutcomeError:
+            self._unresolved = batch
+            raise
+        except SequenceForgottenError:
+            raise  # stored exactly once: the sequence is used
+        except RaftlogError:
+            # Refused with nothing written: the sequence was not used, give it back.
+            self._next_sequence = batch.sequence
+            raise
+
+    def _resolve(self) -> bool:
+        """Resend the unresolved batch with its sequence; True once it is settled."""
+        batch = self._unresolved
+        if batch is None:
+            return True
+        try:
+            self._attempt(batch, idempotent=True)
+        except SequenceForgottenError:
+            pass  # stored exactly once
+        except (InvalidArgumentError, NotFoundError):
+            # The same request is refused outright: it was never stored; free its number.
+            self._next_sequence = batch.sequence
+        except RaftlogError:
+            return False
+        self._unresolved = None
+        return True
+
+    def _attempt(self, batch: _Batch, *, idempotent: bool) -> list[SendResult]:
+        """One retried Produce of ``batch`` under the policy."""
+        request = client_pb2.ProduceRequest(
+            topic=batch.topic,
+            messages=batch.messages,
+            producer_id=self.producer_id,
+            sequence=batch.sequence,
+        )
+
+        def produce(timeout_s: float) -> Any:
+            return self._connection.call(
+                "Producer",
+                "Produce",
+                request,
+                timeout_s=timeout_s,
+                leader_only=True,
+                write=True,
+            )
+
+        response = self._policy.run(produce, idempotent=idempotent)
+        return [
+            SendResult(
+                topic=batch.topic,
+                queue_id=result.queue_id,
+                queue_offset=result.queue_offset,
+                physical_offset=result.physical_offset,
+                msg_id=result.msg_id,
+                duplicate=response.duplicate,
+                uniq_key=uniq_key,
+                store_timestamp_ms=response.store_timestamp_ms,
+            )
+            for result, uniq_key in zip(response.results, batch.uniq_keys, strict=False)
+        ]
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Wait until every batch queued so far is answered (bounded by ``timeout_s``,
+        default the producer's timeout times the pending count)."""
+        marker: Future[list[SendResult]] = Future()
+        done = threading.Event()
+        marker.add_done_callback(lambda _: done.set())
+        with self._submit_lock:
+            pending = self._queue.qsize() + 1
+        bound_s = timeout_s if timeout_s is not None else self.timeout_s * pending
+        # An empty marker batch is not sent; it is answered when the sender reaches it.
+        self._queue.put(_Batch(topic="", messages=[], future=marker), timeout=bound_s)
+        done.wait(bound_s)
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Send what is queued, settle an unknown outcome if possible, stop the sender and
+        close the connection (if this producer opened it). Idempotent."""
+        with self._submit_lock:
+            if self._closed:
+                return
+            self._closed = True
+            pending = self._queue.qsize() + 2
+        bound_s = timeout_s if timeout_s is not None else self.timeout_s * pending
+        # A full queue after the bound: the sender is stuck; join below is bounded anyway.
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=bound_s)
+        self._sender.join(bound_s)
+        if self._owns_connection:
+            self._connection.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
