@@ -96,9 +96,9 @@ def start_harness(store: MessageStore, limits: ServiceLimits) -> tuple[Harness, 
         signal,
         services,
         channel,
-        client_pb2_grpc.ConsumerStub(channel),
-        client_pb2_grpc.AdminStub(channel),
-        client_pb2_grpc.ProducerStub(channel),
+        client_pb2_grpc.ConsumerStub(channel),  # type: ignore[no-untyped-call]
+        client_pb2_grpc.AdminStub(channel),  # type: ignore[no-untyped-call]
+        client_pb2_grpc.ProducerStub(channel),  # type: ignore[no-untyped-call]
     )
     return harness, server
 
