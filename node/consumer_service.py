@@ -227,9 +227,15 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
             records = self._store.query_by_key(
                 request.topic, request.key, request.begin_timestamp_ms, end_ms, max_messages
             )
-            return client_pb2.QueryByKeyResponse(
-                messages=[stored_message(record) for record in records]
-            )
+            messages: list[client_pb2.StoredMessage] = []
+            size_bytes = 0
+            for record in records:
+                stored = stored_message(record)
+                size_bytes += stored.store_size_bytes
+                if messages and size_bytes > limits.max_query_bytes:
+                    break
+                messages.append(stored)
+            return client_pb2.QueryByKeyResponse(messages=messages)
 
     def QueryOffsetByTime(
         self, request: client_pb2.QueryOffsetByTimeRequest, context: grpc.ServicerContext

@@ -48,6 +48,9 @@ class ServiceLimits:
     max_pull_units_scanned: int = 16384
     default_query_messages: int = 32
     max_query_messages: int = 1024
+    # QueryByKey stops adding messages past this many record bytes (at least one is returned),
+    # so 1024 large messages cannot make an answer over the clients' receive limit.
+    max_query_bytes: int = 32 * MIB
     # client.proto ProduceRequest.producer_id: "at most 64 bytes".
     max_producer_id_bytes: int = 64
     # Topic name rules (length, characters): the same Limits the store is configured with.

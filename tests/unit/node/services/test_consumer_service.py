@@ -406,3 +406,20 @@ def test_fetch_offsets_bad_input_is_refused_before_the_write_path(
     harness: Harness, request_: client_pb2.FetchOffsetsRequest
 ) -> None:
     assert call_status(harness.consumer.FetchOffsets, request_) == Code.INVALID_ARGUMENT
+
+
+def test_query_by_key_answer_is_bounded_in_bytes(harness: Harness) -> None:
+    harness.put([message(0, b"x" * 3000, keys=("big",)) for _ in range(5)])
+    bounded, server = start_harness(harness.store, ServiceLimits(max_query_bytes=7000))
+    try:
+        request = client_pb2.QueryByKeyRequest(topic=TOPIC, key="big")
+        assert len(bounded.consumer.QueryByKey(request, timeout=5).messages) == 2
+        tiny, tiny_server = start_harness(harness.store, ServiceLimits(max_query_bytes=10))
+        try:
+            assert len(tiny.consumer.QueryByKey(request, timeout=5).messages) == 1
+        finally:
+            tiny.channel.close()
+            tiny_server.stop(grace=None).wait()
+    finally:
+        bounded.channel.close()
+        server.stop(grace=None).wait()
