@@ -660,6 +660,7 @@ class Replica:
     def commit_offsets(
         self, group: str, offsets: Sequence[tuple[str, int, int]], *, timeout_s: float
     ) -> None:
+        self._check_leader_now()  # a lagging follower redirects rather than NOT_FOUND
         for topic, queue_id, queue_offset in offsets:
             queue_count = self._store.describe_topic(topic).queue_count
             if not 0 <= queue_id < queue_count:
