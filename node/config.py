@@ -329,23 +329,25 @@ def load_config(
     An empty environment variable counts as unset. Raises ConfigError naming the field.
     """
     values: dict[str, object] = {}
+    # Where each value came from, so a validation error can say what to change.
+    sources: dict[str, str] = {}
     if file is not None:
         for name, value in _read_file(file).items():
             values[name] = _from_toml(name, value, f"config file {file}")
+            sources[name] = f"config file {file}"
     for name in FIELD_NAMES:
         text = env.get(env_var(name))
         if text is not None and text != "":
             values[name] = _from_text(name, text, f"environment variable {env_var(name)}")
+            sources[name] = f"environment variable {env_var(name)}"
     for name, value in overrides.items():
         if name not in FIELD_NAMES:
             raise ConfigError(f"{name}: unknown setting")
         if value is None:
             continue
-        values[name] = (
-            _from_text(name, value, f"--{name.replace('_', '-')}")
-            if isinstance(value, str)
-            else value
-        )
+        flag = f"--{name.replace('_', '-')}"
+        values[name] = _from_text(name, value, flag) if isinstance(value, str) else value
+        sources[name] = flag
     for name in _OPTIONAL_FIELDS:
         if values.get(name) == "":
             values[name] = None
@@ -355,7 +357,14 @@ def load_config(
                 f"{name}: required; set --{name.replace('_', '-')}, {env_var(name)} "
                 f"or {name} in the config file"
             )
-    config = NodeConfig(**values)  # type: ignore[arg-type]
+    try:
+        config = NodeConfig(**values)  # type: ignore[arg-type]
+    except ConfigError as error:
+        field_name = str(error).split(":", 1)[0].split("[", 1)[0]
+        source = sources.get(field_name)
+        if source is None:
+            raise
+        raise ConfigError(f"{error} (from {source})") from None
     check_data_dir(config.data_dir)
     return config
 

@@ -1,7 +1,10 @@
 """The `raftlog` command line: one entry point that dispatches to subcommands.
 
 Rules: every subcommand imports its implementation lazily (start-up stays fast), prints
-readable errors to stderr and exits non-zero on failure; no traceback for operating errors.
+readable errors to stderr and exits non-zero on failure (2 usage/configuration, 1 operation
+failed, 3 unknown outcome; see cli_common.py); no traceback for operating errors. The
+subcommands live in cli_node.py (node start), cli_cluster.py (cluster up/down/status) and
+cli_client.py (topic, produce, consume, query, leader).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from raftlog import cli_client, cli_cluster, cli_node
+
     parser = argparse.ArgumentParser(
         prog="raftlog", description="raftlog: a Raft-replicated distributed commit log"
     )
@@ -22,19 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("target", choices=("store", "raft"))
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    cli_node.add_parser(commands)
+    cli_cluster.add_parser(commands)
+    cli_client.add_parsers(commands)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from raftlog.store.errors import StoreError
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from raftlog.demo import run_store_demo
 
-    try:
-        if args.command == "demo":
-            from raftlog.demo import run_store_demo
-
-            run_store_demo(args.data_dir)
-            return 0
+        run_store_demo(args.data_dir)
+        return 0
+    if args.command == "bench":
         if args.target == "store":
             from raftlog.bench import store as bench_store
 
@@ -42,9 +47,39 @@ def main(argv: list[str] | None = None) -> int:
         from raftlog.bench import raft as bench_raft
 
         return bench_raft.main(args.bench_args)
-    except StoreError as error:
-        print(f"raftlog: {type(error).__name__}: {error}", file=sys.stderr)
-        return 2
+    if args.command == "node":
+        from raftlog import cli_node
+
+        return cli_node.run(args)
+    if args.command == "cluster":
+        from raftlog import cli_cluster
+
+        return cli_cluster.run(args)
+    from raftlog import cli_client
+
+    return cli_client.run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_request:
+        # argparse already printed the usage error (status 2) or the help (status 0).
+        return exit_request.code if isinstance(exit_request.code, int) else 2
+    from raftlog.cli_common import EXIT_INTERRUPTED, classify
+
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("raftlog: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        verdict = classify(error)
+        if verdict is None:
+            raise
+        code, message = verdict
+        print(f"raftlog: {message}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -192,7 +192,7 @@ def test_file_errors(tmp_path: Path) -> None:
         load_config(str(bad), {}, {})
     typed = tmp_path / "typed.toml"
     typed.write_text('tick_ms = "50"\n')
-    with pytest.raises(ConfigError, match="tick_ms: '50' is not an integer .config file"):
+    with pytest.raises(ConfigError, match=r"tick_ms: '50' is not an integer .config file"):
         load_config(str(typed), {}, {})
     ratio = tmp_path / "ratio.toml"
     ratio.write_text('disk_full_ratio = "x"\n')
@@ -209,7 +209,7 @@ def test_file_errors(tmp_path: Path) -> None:
 
 
 def test_env_conversion_errors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="tick_ms: 'fast' is not an integer .environment"):
+    with pytest.raises(ConfigError, match=r"tick_ms: 'fast' is not an integer .environment"):
         load_config(None, {"RAFTLOG_TICK_MS": "fast"}, base(tmp_path))
     with pytest.raises(ConfigError, match="disk_full_ratio: 'full' is not a number"):
         load_config(None, {"RAFTLOG_DISK_FULL_RATIO": "full"}, base(tmp_path))
@@ -228,9 +228,9 @@ def test_peers_parsing() -> None:
 def test_data_dir_must_be_creatable(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(ConfigError, match="data_dir: .* exists and is not a directory"):
+    with pytest.raises(ConfigError, match=r"data_dir: .* exists and is not a directory"):
         load_config(None, {}, base(tmp_path, data_dir=str(blocker)))
-    with pytest.raises(ConfigError, match="data_dir: .* cannot be created"):
+    with pytest.raises(ConfigError, match=r"data_dir: .* cannot be created"):
         load_config(None, {}, base(tmp_path, data_dir=str(blocker / "sub")))
     config = load_config(None, {}, base(tmp_path, data_dir=str(tmp_path / "a" / "b")))
     assert not (tmp_path / "a").exists()  # checked, not created
@@ -241,5 +241,5 @@ def test_data_dir_must_be_creatable(tmp_path: Path) -> None:
 def test_data_dir_must_be_writable(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    with pytest.raises(ConfigError, match="data_dir: .* is not writable"):
+    with pytest.raises(ConfigError, match=r"data_dir: .* is not writable"):
         load_config(None, {}, base(tmp_path, data_dir=str(locked / "n1")))

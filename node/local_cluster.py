@@ -1,0 +1,439 @@
+"""A local cluster of REAL node processes on 127.0.0.1, for the CLI (`raftlog cluster up`) and
+integration tests.
+
+Each node runs ``python -m raftlog.cli node start ...`` with its own data directory
+``<base_dir>/<node_id>`` and its output in ``<base_dir>/<node_id>/node.log``.
+``<base_dir>/cluster.json`` records the ports and PIDs, so ``LocalCluster.load(base_dir)``
+can stop or inspect the cluster from another process.
+
+Rules this module keeps:
+- Servers listen on 127.0.0.1 only.
+- Only processes this module started are signalled, by PID, and only while
+  /proc/<pid>/cmdline still looks like our node (contains "raftlog" and the node id), so a
+  recycled PID is never killed. Stop is SIGTERM, a bounded wait, then SIGKILL.
+- Every wait is bounded in time and in the number of checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from raftlog.client.admin import Admin
+from raftlog.client.errors import RaftlogError
+
+CLUSTER_FILE = "cluster.json"
+LOG_FILE = "node.log"
+HOST = "127.0.0.1"
+DEFAULT_BASE_PORT = 7701
+_POLL_INTERVAL_S = 0.1
+
+
+class ClusterError(RuntimeError):
+    """The local cluster could not be started, found or stopped (the message says why)."""
+
+
+@dataclass
+class LocalNode:
+    """One node of the local cluster: its id, port, data directory and process id."""
+
+    node_id: str
+    port: int
+    data_dir: str
+    pid: int | None = None
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:<port>``."""
+        return f"{HOST}:{self.port}"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.2)
+        return probe.connect_ex((HOST, port)) == 0
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+class LocalCluster:
+    """Start, stop, kill and restart a local cluster of ``node_count`` node processes.
+
+    ``base_port`` 0 picks free ports; otherwise node i listens on ``base_port + i``.
+    ``durability`` is passed to every node ("fsync" or "write"); ``extra_args`` are appended
+    to every node's command line (e.g. ``("--tick-ms", "20")``).
+    """
+
+    def __init__(
+        self,
+        base_dir: str = "./data",
+        node_count: int = 3,
+        base_port: int = DEFAULT_BASE_PORT,
+        *,
+        durability: str = "fsync",
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        if node_count < 1:
+            raise ValueError(f"node_count is {node_count}; it must be at least 1")
+        self.base_dir = os.path.abspath(base_dir)
+        self.durability = durability
+        self.extra_args = tuple(extra_args)
+        ports = (
+            [free_port() for _ in range(node_count)]
+            if base_port == 0
+            else [base_port + i for i in range(node_count)]
+        )
+        self.nodes: dict[str, LocalNode] = {
+            f"n{i + 1}": LocalNode(
+                node_id=f"n{i + 1}", port=port, data_dir=os.path.join(self.base_dir, f"n{i + 1}")
+            )
+            for i, port in enumerate(ports)
+        }
+        # Processes this object spawned (reaped on stop); a loaded cluster has none.
+        self._processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    # -- state file ------------------------------------------------------------------------
+
+    @property
+    def addresses(self) -> list[str]:
+        """Every node's client address, in node id order."""
+        return [node.address for node in self.nodes.values()]
+
+    @property
+    def peers_flag(self) -> str:
+        """``n1=127.0.0.1:p1,n2=...``, the ``--peers`` value every node gets."""
+        return ",".join(f"{n.node_id}={n.address}" for n in self.nodes.values())
+
+    def _save(self) -> None:
+        os.makedirs(self.base_dir, exist_ok=True)
+        document = {
+            "version": 1,
+            "durability": self.durability,
+            "extra_args": list(self.extra_args),
+            "nodes": [
+                {"node_id": n.node_id, "port": n.port, "data_dir": n.data_dir, "pid": n.pid}
+                for n in self.nodes.values()
+            ],
+        }
+        path = os.path.join(self.base_dir, CLUSTER_FILE)
+        temporary = path + ".tmp"
+        with open(temporary, "w") as handle:
+            json.dump(document, handle, indent=2)
+        os.replace(temporary, path)
+
+    @classmethod
+    def load(cls, base_dir: str = "./data") -> LocalCluster:
+        """The cluster described by ``<base_dir>/cluster.json`` (written by ``start``)."""
+        path = os.path.join(base_dir, CLUSTER_FILE)
+        try:
+            with open(path) as handle:
+                document: dict[str, Any] = json.load(handle)
+            nodes = document["nodes"]
+            cluster = cls(
+                base_dir,
+                node_count=len(nodes),
+                base_port=int(nodes[0]["port"]),
+                durability=str(document.get("durability", "fsync")),
+                extra_args=[str(a) for a in document.get("extra_args", [])],
+            )
+            cluster.nodes = {
+                str(n["node_id"]): LocalNode(
+                    node_id=str(n["node_id"]),
+                    port=int(n["port"]),
+                    data_dir=str(n["data_dir"]),
+                    pid=None if n.get("pid") is None else int(n["pid"]),
+                )
+                for n in nodes
+            }
+        except FileNotFoundError:
+            raise ClusterError(f"no local cluster in {base_dir} ({path} does not exist)") from None
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
+            raise ClusterError(f"{path} is unreadable or malformed: {error}") from None
+        return cluster
+
+    # -- processes -------------------------------------------------------------------------
+
+    def command(self, node_id: str) -> list[str]:
+        """The command line that starts ``node_id``."""
+        node = self.nodes[node_id]
+        return [
+            sys.executable,
+            "-m",
+            "raftlog.cli",
+            "node",
+            "start",
+            "--node-id",
+            node.node_id,
+            "--listen",
+            node.address,
+            "--peers",
+            self.peers_flag,
+            "--data-dir",
+            node.data_dir,
+            "--durability",
+            self.durability,
+            *self.extra_args,
+        ]
+
+    def _ours(self, node: LocalNode) -> bool:
+        """The recorded PID still runs our node (not a recycled PID)."""
+        if node.pid is None or not _alive(node.pid):
+            return False
+        cmdline = _cmdline(node.pid)
+        return "raftlog" in cmdline and f"--node-id {node.node_id}" in cmdline
+
+    def running(self, node_id: str) -> bool:
+        """True while ``node_id``'s recorded process runs."""
+        return self._ours(self.nodes[node_id])
+
+    def _spawn(self, node_id: str) -> None:
+        node = self.nodes[node_id]
+        if self._ours(node):
+            raise ClusterError(f"{node_id} is already running (pid {node.pid})")
+        if _port_in_use(node.port):
+            raise ClusterError(
+                f"port {node.port} for {node_id} is already in use; stop what uses it or "
+                "choose another base port"
+            )
+        os.makedirs(node.data_dir, exist_ok=True)
+        log_path = os.path.join(node.data_dir, LOG_FILE)
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                self.command(node_id),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                # Its own session: Ctrl-C in the shell that ran `cluster up` does not reach it.
+                start_new_session=True,
+            )
+        self._processes[node_id] = process
+        node.pid = process.pid
+        self._save()
+
+    def start(
+        self,
+        wait_timeout_s: float = 30.0,
+        *,
+        progress: Callable[[], None] | None = None,
+    ) -> None:
+        """Spawn every node, write cluster.json, then wait until each answers health SERVING
+        and a leader is known. ``progress`` is called about every half second while waiting.
+        On timeout or a node that exits, stops what was started and raises ClusterError."""
+        for node_id in self.nodes:
+            try:
+                self._spawn(node_id)
+            except BaseException:
+                self.stop(timeout_s=5)
+                raise
+        try:
+            self.wait_ready(wait_timeout_s, progress=progress)
+        except BaseException:
+            self.stop(timeout_s=5)
+            raise
+
+    def _exited(self) -> str | None:
+        """The first node whose process has exited, with its log's tail."""
+        for node_id, node in self.nodes.items():
+            process = self._processes.get(node_id)
+            if process is not None and process.poll() is not None:
+                return (
+                    f"{node_id} exited with status {process.returncode}: {self.log_tail(node_id)}"
+                )
+            if process is None and node.pid is not None and not self._ours(node):
+                return f"{node_id} (pid {node.pid}) is not running: {self.log_tail(node_id)}"
+        return None
+
+    def log_tail(self, node_id: str, lines: int = 5) -> str:
+        """The last ``lines`` lines of ``node_id``'s log, on one line."""
+        path = os.path.join(self.nodes[node_id].data_dir, LOG_FILE)
+        try:
+            with open(path, errors="replace") as handle:
+                tail = handle.read()[-4000:].strip().splitlines()[-lines:]
+        except OSError:
+            return "(no log)"
+        return " | ".join(tail) or "(empty log)"
+
+    def wait_ready(
+        self,
+        timeout_s: float,
+        *,
+        node_ids: Sequence[str] | None = None,
+        progress: Callable[[], None] | None = None,
+    ) -> str:
+        """Wait until the nodes (default all) answer health SERVING and one of them knows a
+        leader; returns the leader's address. Raises ClusterError on timeout or exit."""
+        wanted = list(node_ids) if node_ids is not None else list(self.nodes)
+        deadline = time.monotonic() + timeout_s
+        last_progress = time.monotonic()
+        pending = set(wanted)
+        problem = "not started"
+        max_checks = int(timeout_s / _POLL_INTERVAL_S) + 2
+        for _ in range(max_checks):
+            exited = self._exited()
+            if exited is not None and any(exited.startswith(n) for n in wanted):
+                raise ClusterError(exited)
+            for node_id in sorted(pending):
+                if self.health(node_id, timeout_s=0.5) == "SERVING":
+                    pending.discard(node_id)
+            if not pending:
+                leader = self.leader_address(timeout_s=1.0, node_ids=wanted)
+                if leader is not None:
+                    return leader
+                problem = "no leader elected"
+            else:
+                problem = f"not serving: {', '.join(sorted(pending))}"
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            if progress is not None and now - last_progress >= 0.5:
+                progress()
+                last_progress = now
+            time.sleep(min(_POLL_INTERVAL_S, max(0.0, deadline - now)))
+        raise ClusterError(f"cluster not ready after {timeout_s:.0f} s ({problem})")
+
+    def health(self, node_id: str, timeout_s: float = 1.0) -> str:
+        """The node's gRPC health status name ("SERVING", "NOT_SERVING", ...) or
+        "UNREACHABLE"."""
+        address = self.nodes[node_id].address
+        try:
+            with grpc.insecure_channel(address) as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                response = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout_s)
+        except grpc.RpcError:
+            return "UNREACHABLE"
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(response.status))
+
+    def leader_address(
+        self, timeout_s: float = 1.0, node_ids: Sequence[str] | None = None
+    ) -> str | None:
+        """The leader's address as the first answering node reports it, or None."""
+        for node_id in node_ids if node_ids is not None else list(self.nodes):
+            address = self.nodes[node_id].address
+            try:
+                with Admin([address], timeout_s=timeout_s) as admin:
+                    status = admin.cluster_status(address=address)
+            except RaftlogError:
+                continue
+            if status.leader_address:
+                return status.leader_address
+        return None
+
+    def _signal(self, node: LocalNode, signum: int) -> bool:
+        if not self._ours(node):
+            return False
+        assert node.pid is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(node.pid, signum)
+        return True
+
+    def _wait_gone(self, node: LocalNode, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        for _ in range(int(timeout_s / 0.05) + 2):
+            process = self._processes.get(node.node_id)
+            if process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=0.05)
+                if process.poll() is not None:
+                    return True
+            elif not self._ours(node):
+                return True
+            else:
+                time.sleep(0.05)
+            if time.monotonic() >= deadline:
+                break
+        return not self._ours(node)
+
+    def stop_node(self, node_id: str, timeout_s: float = 10.0) -> None:
+        """SIGTERM ``node_id``, wait up to ``timeout_s``, then SIGKILL."""
+        node = self.nodes[node_id]
+        if self._signal(node, signal.SIGTERM) and not self._wait_gone(node, timeout_s):
+            self._signal(node, signal.SIGKILL)
+            self._wait_gone(node, 5.0)
+        self._processes.pop(node_id, None)
+        node.pid = None
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop every node: SIGTERM all, wait up to ``timeout_s`` in total, SIGKILL the rest.
+        Records the stopped state in cluster.json."""
+        nodes = list(self.nodes.values())
+        for node in nodes:
+            self._signal(node, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for node in nodes:
+            if not self._wait_gone(node, max(0.0, deadline - time.monotonic())):
+                self._signal(node, signal.SIGKILL)
+                self._wait_gone(node, 5.0)
+            self._processes.pop(node.node_id, None)
+            node.pid = None
+        if os.path.isdir(self.base_dir):
+            self._save()
+
+    def kill(self, node_id: str) -> None:
+        """SIGKILL ``node_id`` (a crash: no graceful shutdown)."""
+        node = self.nodes[node_id]
+        if self._signal(node, signal.SIGKILL):
+            self._wait_gone(node, 5.0)
+        self._processes.pop(node_id, None)
+        node.pid = None
+        self._save()
+
+    def restart(self, node_id: str, wait_timeout_s: float = 30.0) -> None:
+        """Stop ``node_id`` if it runs, start it again and wait until it serves and knows a
+        leader."""
+        self.stop_node(node_id)
+        self._spawn(node_id)
+        self.wait_ready(wait_timeout_s, node_ids=[node_id])
+
+    def status(self) -> list[dict[str, object]]:
+        """Per node: id, address, pid, whether it runs and its health."""
+        return [
+            {
+                "node_id": n.node_id,
+                "address": n.address,
+                "pid": n.pid,
+                "running": self._ours(n),
+                "health": self.health(n.node_id, timeout_s=0.5) if self._ours(n) else "DOWN",
+            }
+            for n in self.nodes.values()
+        ]
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
