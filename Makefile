@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SIM_SEEDS ?= 200
 
-.PHONY: run test lint typecheck contracts pytest test-slow sim-soak bench-store bench-raft clean
+.PHONY: stop demo-store run test lint typecheck contracts pytest test-slow sim-soak bench-store bench-raft clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,9 +15,29 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-## make run: the main job on embedded defaults (data under ./data).
+## make run: the main job on embedded defaults: a local 3-node cluster (data under ./data),
+## a topic, a few messages produced and consumed, the cluster status. The cluster keeps
+## running; `make stop` stops it.
+RAFTLOG := $(PY) -m raftlog.cli
 run: $(STAMP)
-	$(PY) -m raftlog.cli demo --data-dir ./data
+	@if $(RAFTLOG) cluster status --data-dir ./data >/dev/null 2>&1; then \
+		echo "a local cluster is already running (./data)"; \
+	else $(RAFTLOG) cluster up --data-dir ./data; fi
+	$(RAFTLOG) topic create demo --queues 4
+	printf 'hello\nfrom\nraftlog\n' | $(RAFTLOG) produce demo --key greeting
+	$(RAFTLOG) consume demo --group make-run --max 3 --timeout 5
+	$(RAFTLOG) cluster status --data-dir ./data
+	@echo
+	@echo "The cluster keeps running; its data and logs are in ./data/n1 ./data/n2 ./data/n3."
+	@echo "Stop it with: make stop   (or: .venv/bin/raftlog cluster down)"
+
+## make stop: stop the local cluster `make run` started.
+stop: $(STAMP)
+	$(RAFTLOG) cluster down --data-dir ./data
+
+## make demo-store: the single-node store demonstration (no cluster).
+demo-store: $(STAMP)
+	$(RAFTLOG) demo --data-dir ./data/store-demo
 
 ## make test: lint, types, import contracts, and the test suite.
 test: lint typecheck contracts pytest
