@@ -8,21 +8,20 @@ close the Raft log (syncing it) and the store (checkpoint, clean-stop marker).
 
 Rules this module keeps: the store's dispatch bound is the replica's applied end, so nothing
 uncommitted is ever visible; a housekeeping thread checkpoints the store every second (it
-bounds what recovery re-dispatches); the store's own retention is off in a replicated node
-(deleting segments must go through Raft compaction, see docs/architecture.md).
+bounds what recovery re-dispatches) and every few seconds asks the replica to run retention,
+which compacts the Raft log before the store deletes segments (the store never runs retention
+on its own in a node: deleting an entry's bytes must follow Raft compaction).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
 from types import FrameType
-
-import grpc
 
 from raftlog.node.config import NodeConfig, parse_address
 from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
@@ -30,14 +29,17 @@ from raftlog.node.peer_service import RaftPeerService
 from raftlog.node.peer_transport import PeerTransport
 from raftlog.node.raft_entry import ENTRY_ENVELOPES
 from raftlog.node.replica import Replica, ReplicaSettings, open_replica_storage
+from raftlog.node.segment_source import SegmentSource
 from raftlog.node.server import NodeServer
 from raftlog.node.service_limits import ServiceLimits
-from raftlog.proto import peer_pb2
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_store import MessageStore
 
 _log = logging.getLogger("raftlog.node")
 _CHECKPOINT_INTERVAL_S = 1.0
+# Retention runs every this many checkpoints (RocketMQ checks every 10 s).
+_RETENTION_EVERY_CHECKPOINTS = 5
+_STAGING_SUBDIR = "commitlog.incoming"
 # Peer streams never end on their own, so stop always waits this long: keep it short.
 _SERVER_GRACE_S = 0.5
 
@@ -49,16 +51,6 @@ def _store_host(address: str) -> tuple[str, int]:
         return socket.gethostbyname(host), port
     except OSError:
         return "127.0.0.1", port
-
-
-def _segments_not_built(
-    request: peer_pb2.FetchSegmentsRequest, context: grpc.ServicerContext
-) -> Iterator[peer_pb2.SegmentChunk]:
-    context.abort(
-        grpc.StatusCode.UNIMPLEMENTED,
-        "segment transfer is not available yet: this node never compacts its Raft log",
-    )
-    yield from ()
 
 
 class Node:
@@ -96,6 +88,7 @@ class Node:
                 fsync_before_ack=config.durability == "fsync",
                 max_inflight_bytes=config.max_inflight_bytes,
                 preferred_leader=config.preferred_leader,
+                staging_dir=os.path.join(config.store_dir, _STAGING_SUBDIR),
             ),
             self.store,
             self.raft_log,
@@ -109,7 +102,11 @@ class Node:
             config.listen_address,
             self.store,
             self.replica,
-            RaftPeerService(config.cluster_id, self.replica.deliver, _segments_not_built),
+            RaftPeerService(
+                config.cluster_id,
+                self.replica.deliver,
+                SegmentSource(self.store.commit_log, self.replica.end_of_entry).fetch,
+            ),
             limits,
         )
         self._stopped = threading.Event()
@@ -125,11 +122,15 @@ class Node:
             self._replica.report_unreachable(peer_id)
 
     def _housekeep(self) -> None:
+        ticks = 0
         while not self._stopped.wait(_CHECKPOINT_INTERVAL_S):
+            ticks += 1
             try:
                 self.store.checkpoint()
+                if ticks % _RETENTION_EVERY_CHECKPOINTS == 0:
+                    self.replica.run_retention()
             except Exception:
-                _log.exception("checkpoint failed")
+                _log.exception("housekeeping failed")
 
     def start(self) -> None:
         self.replica.start()
@@ -173,6 +174,8 @@ def serve(config: NodeConfig) -> int:
     node = Node(config)
     node.start()
     while not stop.wait(1.0):
-        pass
+        if node.replica.failed:
+            _log.error("node %s stops: its Raft loop failed (see above)", config.node_id)
+            break
     node.stop()
-    return 0
+    return 1 if node.replica.failed else 0

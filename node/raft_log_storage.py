@@ -454,14 +454,16 @@ class RaftLogStorage:
                 )
             end_physical_offset = self._index.unit(meta.index).end_physical_offset
         commit_log = self._commit_log
-        if not commit_log.min_offset <= end_physical_offset <= commit_log.max_offset:
+        # Below min_offset is allowed (as after compact() and retention): the segment holding
+        # the snapshot point's end was deleted, and the next entry starts the next segment.
+        if end_physical_offset > commit_log.max_offset:
             raise ValueError(
-                f"end_physical_offset {end_physical_offset} outside the commit log "
-                f"[{commit_log.min_offset}, {commit_log.max_offset}]"
+                f"end_physical_offset {end_physical_offset} past the commit log's end "
+                f"{commit_log.max_offset}"
             )
         self._index.reset(meta.index + 1)
         self._index_synced_through = meta.index
-        if end_physical_offset < commit_log.max_offset:
+        if commit_log.min_offset <= end_physical_offset < commit_log.max_offset:
             self._truncate_commit_log(end_physical_offset)
         self._point = _SnapshotPoint(meta, end_physical_offset)
         self._save_snapshot_point(self._point)
@@ -524,6 +526,35 @@ class RaftLogStorage:
                 f"log index {log_index} outside [{self.first_index()}, {self.last_index()}]"
             )
         return self._index.unit(log_index)
+
+    @property
+    def snapshot_end_physical_offset(self) -> int:
+        """Where the snapshot point's entry ends (the next entry is placed from here)."""
+        return self._point.end_physical_offset
+
+    def end_of_entry(self, log_index: int, log_term: int) -> int | None:
+        """Where entry ``log_index`` ends if this log holds it with ``log_term`` (the snapshot
+        point counts), else None."""
+        point = self._point.meta
+        if log_index == point.index:
+            return self._point.end_physical_offset if log_term == point.term else None
+        if not self.first_index() <= log_index <= self.last_index():
+            return None
+        unit = self._index.unit(log_index)
+        return unit.end_physical_offset if unit.log_term == log_term else None
+
+    def last_index_ending_by(self, physical_offset: int, at_most_index: int) -> int:
+        """The highest index <= ``at_most_index`` whose entry ends at or before
+        ``physical_offset`` (the snapshot point's index when none does): what compaction may
+        cover before retention deletes the segments below ``physical_offset``."""
+        low, high = self._point.meta.index, min(at_most_index, self.last_index())
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self._index.unit(middle).end_physical_offset <= physical_offset:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     @property
     def log_end_physical_offset(self) -> int:

@@ -68,11 +68,15 @@ from raftlog.node.errors import (
     TransferFailedError,
     UnknownOutcomeError,
 )
+from raftlog.node.peer_codec import encode_snapshot_meta
 from raftlog.node.producer_table import ProducerTable
 from raftlog.node.raft_entry import ENTRY_ENVELOPES, ENTRY_HEADER_SIZE_BYTES, envelope_size_bytes
 from raftlog.node.raft_log_storage import RaftLogStorage
+from raftlog.node.segment_installer import SegmentTransferError, fetch_segments
 from raftlog.node.write_path import ClusterView, MemberView, ProduceOutcome
+from raftlog.proto import peer_pb2
 from raftlog.raft.config import Config
+from raftlog.raft.progress import ProgressState
 from raftlog.raft.raw_node import RawNode
 from raftlog.raft.types import (
     ConfState,
@@ -83,6 +87,7 @@ from raftlog.raft.types import (
     ProposalDroppedError,
     Ready,
     Role,
+    SnapshotMeta,
 )
 from raftlog.store.errors import (
     BodyTooLargeError,
@@ -125,6 +130,9 @@ class ReplicaSettings:
     fsync_before_ack: bool = True
     max_inflight_bytes: int = 64 << 20
     preferred_leader: str | None = None
+    # Where a follower stages the leader's segments during a segment transfer.
+    staging_dir: str = ""
+    snapshot_transfer_timeout_s: float = 120.0
 
 
 @dataclass(slots=True)
@@ -184,9 +192,15 @@ class Replica:
         self._write_ready = False
         self._term_start_index = 0
         self._stopping = threading.Event()
+        # Set when the Raft loop died of an error: the process must exit (serve() checks).
+        self.failed = False
         self._thread = threading.Thread(target=self._run, name="raft-loop", daemon=True)
         self._view = self._build_view()
         self._view_built_at = 0.0
+        # Follower: where the staged segments of the snapshot being installed end.
+        self._staged_snapshot: tuple[int, int] | None = None  # (snapshot index, end offset)
+        # Leader: peers sent a SNAPSHOT, and when to give up on them (report_snapshot).
+        self._snapshot_deadlines: dict[str, float] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -234,7 +248,139 @@ class Replica:
         for message in messages:
             if message.target != node_id:
                 continue
+            if message.type is MessageType.SNAPSHOT and not self._stage_snapshot(message):
+                continue
             self._node.step(message)
+
+    def run_on_loop(self, task: Callable[[], object], timeout_s: float) -> object:
+        """Run ``task`` on the Raft loop (the only thread that may read the Raft log) and
+        return its result."""
+        future: concurrent.futures.Future[object] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                future.set_result(task())
+            except Exception as error:  # handed to the caller
+                future.set_exception(error)
+
+        self._inbox.put(run)
+        return future.result(timeout=timeout_s)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def _stage_snapshot(self, message: Message) -> bool:
+        """Before the core sees a SNAPSHOT it must be able to install: copy the leader's
+        segments into the staging directory (blocking this loop: the follower has nothing
+        else useful to do). False drops the message; the leader sends another."""
+        meta = message.snapshot
+        assert meta is not None
+        if message.term < self._node.term or meta.index <= self._node.commit_index:
+            return True  # the core ignores or acknowledges it without installing anything
+        address = self._settings.peer_addresses.get(message.source)
+        if address is None:
+            return False
+        request = peer_pb2.FetchSegmentsRequest(
+            cluster_id=self._settings.cluster_id,
+            node_id=self._settings.node_id,
+            snapshot=encode_snapshot_meta(meta),
+            from_physical_offset=self._raft_log.log_end_physical_offset,
+        )
+        started = time.monotonic()
+        try:
+            end = fetch_segments(
+                address,
+                request,
+                self._settings.staging_dir,
+                self._store.commit_log.segment_size_bytes,
+                self._settings.snapshot_transfer_timeout_s,
+            )
+        except (SegmentTransferError, OSError) as error:
+            _log.warning("snapshot %d from %s not installed: %s", meta.index, message.source, error)
+            return False
+        _log.info(
+            "copied the segments of snapshot %d (term %d) from %s in %.1f s",
+            meta.index,
+            meta.term,
+            message.source,
+            time.monotonic() - started,
+        )
+        self._staged_snapshot = (meta.index, end)
+        return True
+
+    def _install_snapshot(self, meta: SnapshotMeta) -> None:
+        staged = self._staged_snapshot
+        if staged is None or staged[0] != meta.index:
+            raise AssertionError(f"snapshot {meta.index} reached Ready without staged segments")
+        end = staged[1]
+        self._store.install_commit_log(self._settings.staging_dir, end)
+        self._raft_log.apply_snapshot(meta, end)
+        self._staged_snapshot = None
+        self._applied_index = meta.index
+        self._visible_end = end
+        self._store.dispatch(end)
+        with self._visible:
+            self._visible.notify_all()
+        _log.info(
+            "installed snapshot %d (term %d), log continues at %d", meta.index, meta.term, end
+        )
+
+    def _track_snapshots(self, messages: Sequence[Message]) -> None:
+        deadline = time.monotonic() + self._settings.snapshot_transfer_timeout_s
+        for message in messages:
+            if message.type is MessageType.SNAPSHOT:
+                self._snapshot_deadlines[message.target] = deadline
+
+    def _expire_snapshots(self, now: float) -> None:
+        """A follower that did not confirm a snapshot in time gets a fresh one."""
+        if not self._snapshot_deadlines:
+            return
+        progress = self._node.status().progress
+        for peer_id, deadline in list(self._snapshot_deadlines.items()):
+            state = progress.get(peer_id)
+            if state is None or state.state is not ProgressState.SNAPSHOT:
+                del self._snapshot_deadlines[peer_id]
+            elif now >= deadline:
+                del self._snapshot_deadlines[peer_id]
+                self._node.report_snapshot(peer_id, False)
+
+    def end_of_entry(self, log_index: int, log_term: int, timeout_s: float = 5.0) -> int | None:
+        """Where entry ``log_index`` (of ``log_term``) ends in this log, or None (any
+        thread)."""
+        result = self.run_on_loop(
+            lambda: self._raft_log.end_of_entry(log_index, log_term), timeout_s
+        )
+        assert result is None or isinstance(result, int)
+        return result
+
+    # ------------------------------------------------------------------ retention
+
+    def run_retention(self) -> None:
+        """Delete what the store's retention policy lets go, after compacting the Raft log
+        over it (any thread; runs on the loop): segments are deleted only below the first
+        entry the compacted log still holds."""
+        self._inbox.put(self._retain)
+
+    def _retain(self) -> None:
+        store, raft_log = self._store, self._raft_log
+        deletable_end = store.retention_deletable_end_offset()
+        if deletable_end <= store.commit_log.min_offset:
+            return
+        compact_index = raft_log.last_index_ending_by(deletable_end, self._applied_index)
+        if compact_index > raft_log.first_index() - 1:
+            raft_log.compact(compact_index, self._node.conf_state)
+        first_kept = compact_index + 1
+        bound = (
+            raft_log.placement(first_kept).physical_offset
+            if first_kept <= raft_log.last_index()
+            else raft_log.log_end_physical_offset
+        )
+        report = store.run_retention(max_deleted_end_offset=bound)
+        if report.deleted_segments:
+            _log.info(
+                "retention: compacted the log to index %d, deleted %d segment(s)",
+                compact_index,
+                report.deleted_segments,
+            )
 
     # ------------------------------------------------------------------ the loop
 
@@ -267,8 +413,10 @@ class Replica:
                 if now - self._view_built_at >= _VIEW_REFRESH_S:
                     self._view = self._build_view()
                     self._view_built_at = now
+                    self._expire_snapshots(now)
         except BaseException:
-            _log.exception("the raft loop failed; the node stops serving writes")
+            _log.exception("the raft loop failed; the node stops")
+            self.failed = True
             self._stopping.set()
             raise
 
@@ -285,8 +433,9 @@ class Replica:
                 messages = [m for m in messages if m.type not in _EARLY_TYPES]
                 if early:
                     self._send(early)
+                self._track_snapshots(messages)
             if ready.snapshot is not None:
-                raise NotImplementedError("snapshot install arrives with segment transfer")
+                self._install_snapshot(ready.snapshot)
             if ready.hard_state is not None:
                 raft_log.set_hard_state(ready.hard_state)
             if ready.entries:

@@ -47,6 +47,7 @@ verified when this node wrote or recovered them.
 
 from __future__ import annotations
 
+import os
 import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -576,6 +577,45 @@ class CommitLog:
         self._files.drop(segment)
         self._fs.remove(segment.path)
         self._fs.sync_dir(self._directory)
+
+    def replace_segments(self, source_dir: str, end_offset: int) -> None:
+        """Replace the whole log by the segment files in ``source_dir`` (a Raft follower
+        installing the leader's segments: the snapshot IS the CommitLog). The files must be
+        durable, contiguous and named by their start offsets; the log then ends at
+        ``end_offset``. With no data at all the source holds one empty file whose name says
+        where the log starts. Durable when it returns (files renamed, directory synced)."""
+        names = sorted(
+            n for n in self._fs.listdir(source_dir) if parse_segment_file_name(n) is not None
+        )
+        starts = [parse_segment_file_name(n) or 0 for n in names]
+        if not starts or any(
+            start != starts[0] + i * self._segment_size_bytes for i, start in enumerate(starts)
+        ):
+            raise ValueError(f"{source_dir} holds no contiguous segment files: {names}")
+        empty = len(starts) == 1 and self._fs.file_size(os.path.join(source_dir, names[0])) == 0
+        if (
+            not (starts[0] <= end_offset or empty)
+            or end_offset > starts[-1] + self._segment_size_bytes
+        ):
+            raise ValueError(f"end offset {end_offset} outside the segments starting {starts}")
+        # An empty log starts at its one file; the data before it is gone everywhere.
+        end_offset = max(end_offset, starts[0])
+        with self._lock:
+            self._truncation_epoch += 1
+            doomed = list(self._segments)
+            self._segments.clear()
+            self._by_start.clear()
+            self._timestamps.clear()
+        for segment in doomed:
+            self._files.drop(segment)
+            self._fs.remove(segment.path)
+        for name in names:
+            self._fs.rename(os.path.join(source_dir, name), os.path.join(self._directory, name))
+        self._fs.sync_dir(self._directory)
+        with self._lock:
+            for start in starts:
+                self._add_segment(start)
+            self._max_offset = self._flushed_offset = end_offset
 
     def close(self) -> None:
         """Close every handle. Does not flush: stop the flusher (which flushes) first."""

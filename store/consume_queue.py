@@ -62,6 +62,10 @@ def encode_unit(physical_offset: int, size_bytes: int, tag_hash: int) -> bytes:
     return _UNIT.pack(physical_offset, size_bytes, tag_hash)
 
 
+# See ConsumeQueue._tombstones_before.
+_TOMBSTONE_UNIT = encode_unit(0, 1, 0)
+
+
 def decode_unit(buf: bytes | memoryview, pos: int = 0) -> ConsumeQueueUnit:
     """The unit whose 20 bytes start at ``pos``."""
     return ConsumeQueueUnit._make(_UNIT.unpack_from(buf, pos))
@@ -287,6 +291,9 @@ class ConsumeQueue:
         queue's end (queue offsets are dense). Buffered when the queue has a write-behind."""
         assert len(units) % UNIT_SIZE_BYTES == 0
         with self._lock:
+            if first_queue_offset > self._max_queue_offset and self._is_empty():
+                units = self._tombstones_before(first_queue_offset) + units
+                first_queue_offset = self._max_queue_offset
             assert first_queue_offset == self._max_queue_offset, (
                 f"{self.topic}/{self.queue_id}: unit for queue offset {first_queue_offset}, "
                 f"expected {self._max_queue_offset}"
@@ -297,6 +304,22 @@ class ConsumeQueue:
             self.write_buffered()
         else:
             self._write_behind.added(self, len(units) // UNIT_SIZE_BYTES)
+
+    def _is_empty(self) -> bool:
+        return self._max_queue_offset == self.min_queue_offset
+
+    def _tombstones_before(self, first_queue_offset: int) -> bytes:
+        """Units for the queue offsets a rebuilt queue starts after (a replica that installed
+        CommitLog segments whose oldest messages are not queue offset 0: retention deleted
+        the earlier ones on the leader). They point at physical offset 0 with size 1, below
+        any CommitLog that lost its first segment, so readers treat them exactly like the
+        leader's units of deleted messages (OFFSET_TOO_SMALL); real records are never 1
+        byte, and the files keep their aligned names. Only the first file's prefix is filled:
+        the queue starts at that file."""
+        if not self._file_starts:
+            file_start = first_queue_offset - first_queue_offset % self._file_units
+            self._max_queue_offset = self._written_end = file_start
+        return _TOMBSTONE_UNIT * (first_queue_offset - self._max_queue_offset)
 
     def write_buffered(self) -> None:
         """Write the buffered units: one pwrite per file they fall in."""
@@ -421,6 +444,18 @@ class ConsumeQueue:
                     self._path(file_start), (keep_end - file_start) * UNIT_SIZE_BYTES
                 )
             self._fs.sync_dir(self._directory)
+
+    def clear(self) -> None:
+        """Drop every unit and file (a replica re-deriving its queues from installed
+        segments); the next append may start at any queue offset."""
+        with self._lock:
+            for file_start in self._file_starts:
+                self._handles.remove(self._path(file_start))
+            if self._file_starts:
+                self._fs.sync_dir(self._directory)
+            self._file_starts = []
+            self._buffered.clear()
+            self._written_end = self._max_queue_offset = 0
 
     def delete_files_below(self, physical_offset: int) -> int:
         """Delete files (never the last) whose units all point below ``physical_offset``, the

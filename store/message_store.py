@@ -791,12 +791,31 @@ class MessageStore:
         save_checkpoint(self._fs, self._config.root_dir, checkpoint)
         return checkpoint
 
-    def run_retention(self) -> RetentionReport:
-        """One retention pass (the owner schedules it, RocketMQ-style every few seconds)."""
+    def run_retention(self, max_deleted_end_offset: int | None = None) -> RetentionReport:
+        """One retention pass (the owner schedules it, RocketMQ-style every few seconds). A
+        Raft node bounds it by ``max_deleted_end_offset``, the end of its compacted log."""
         with self._write_lock, self._dispatch_lock:
             # Retention deletes whole ConsumeQueue files: buffered units must be in them.
             self._write_behind.write_all()
-            return self._retention.run()
+            return self._retention.run(max_deleted_end_offset)
+
+    def retention_deletable_end_offset(self) -> int:
+        """Where the segments retention would delete now end (see Retention)."""
+        return self._retention.deletable_end_offset()
+
+    def install_commit_log(self, source_dir: str, end_offset: int) -> None:
+        """Replace the CommitLog by the segment files in ``source_dir`` ending at
+        ``end_offset`` (a Raft follower installing the leader's segments), then drop every
+        ConsumeQueue unit and index entry: dispatch re-derives them from the new log, up to
+        the dispatch bound."""
+        with self._write_lock, self._dispatch_lock:
+            self._write_behind.write_all()
+            self._commit_log.replace_segments(source_dir, end_offset)
+            for queue in self._all_consume_queues():
+                queue.clear()
+            self._index.truncate_from(0)
+            self._dispatcher.reset(self._commit_log.min_offset)
+            self._next_queue_offsets.clear()
 
     def _housekeep(self) -> None:
         self.checkpoint()

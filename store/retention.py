@@ -26,6 +26,7 @@ from raftlog.store.config import StoreConfig
 from raftlog.store.consume_queue import ConsumeQueue
 from raftlog.store.filesystem import FileSystem
 from raftlog.store.index_file import IndexService
+from raftlog.store.segment import SegmentInfo
 
 _MS_PER_HOUR = 3_600_000
 _HOURS_PER_DAY = 24
@@ -68,9 +69,10 @@ class Retention:
     def is_disk_full(self) -> bool:
         return self.disk_usage_ratio() > self._config.disk_full_ratio
 
-    def run(self) -> RetentionReport:
-        """One retention pass; returns what it deleted."""
-        deleted_segments = self._delete_segments()
+    def run(self, max_deleted_end_offset: int | None = None) -> RetentionReport:
+        """One retention pass; returns what it deleted. ``max_deleted_end_offset``: no segment
+        ending past it is deleted (a Raft node passes the end of its compacted log)."""
+        deleted_segments = self._delete_segments(max_deleted_end_offset)
         if not deleted_segments:
             return RetentionReport(0, 0, 0)
         min_physical_offset = self._commit_log.min_offset
@@ -80,25 +82,50 @@ class Retention:
         deleted_index_files = self._index.delete_files_below(min_physical_offset)
         return RetentionReport(deleted_segments, deleted_units, deleted_index_files)
 
-    def _delete_segments(self) -> int:
+    def deletable_end_offset(self) -> int:
+        """Where the segments a pass would delete now end (``min_offset`` when none): a Raft
+        node compacts its log up to there first. Disk pressure counts one segment."""
         now_ms = self._now_ms()
-        retention_ms = self._config.retention_hours * _MS_PER_HOUR
+        may_delete_expired = self._may_delete_expired(now_ms)
+        segments = self._commit_log.segments()[:-1][: self._max_segments_per_run]
+        end = self._commit_log.min_offset
+        for index, segment in enumerate(segments):
+            forced = index == 0 and self._forced()
+            if not (forced or (self._expired(segment, now_ms) and may_delete_expired)):
+                break
+            end = segment.start_offset + self._commit_log.segment_size_bytes
+        return end
+
+    def _may_delete_expired(self, now_ms: int) -> bool:
         in_delete_hour = (now_ms // _MS_PER_HOUR) % _HOURS_PER_DAY == self._delete_hour_utc
+        return in_delete_hour or self.disk_usage_ratio() > self._config.disk_clean_watermark_ratio
+
+    def _expired(self, segment: SegmentInfo, now_ms: int) -> bool:
+        # A segment without records holds nothing to keep.
+        last_modified_ms = segment.last_modified_ms
+        retention_ms = self._config.retention_hours * _MS_PER_HOUR
+        return last_modified_ms is None or now_ms - last_modified_ms >= retention_ms
+
+    def _forced(self) -> bool:
+        return self.disk_usage_ratio() > self._config.disk_force_clean_ratio
+
+    def _delete_segments(self, max_deleted_end_offset: int | None) -> int:
+        now_ms = self._now_ms()
         # Decided once per run: a run that starts cleaning expired segments finishes them.
-        may_delete_expired = (
-            in_delete_hour or self.disk_usage_ratio() > self._config.disk_clean_watermark_ratio
-        )
+        may_delete_expired = self._may_delete_expired(now_ms)
+        segment_size_bytes = self._commit_log.segment_size_bytes
         deleted = 0
         while deleted < self._max_segments_per_run:
             segments = self._commit_log.segments()
             if len(segments) <= 1:
                 break  # never the active segment
             oldest = segments[0]
-            # A segment without records holds nothing to keep.
-            last_modified_ms = oldest.last_modified_ms
-            expired = last_modified_ms is None or now_ms - last_modified_ms >= retention_ms
-            forced = self.disk_usage_ratio() > self._config.disk_force_clean_ratio
-            if not (forced or (expired and may_delete_expired)):
+            if (
+                max_deleted_end_offset is not None
+                and oldest.start_offset + segment_size_bytes > max_deleted_end_offset
+            ):
+                break
+            if not (self._forced() or (self._expired(oldest, now_ms) and may_delete_expired)):
                 break
             self._commit_log.delete_segment(oldest.start_offset)
             deleted += 1
