@@ -187,3 +187,34 @@ def test_consumer_offsets_survive_a_leader_change(cluster: InProcessCluster) -> 
         timeout=10,
     )
     assert [o.queue_offset for o in fetched.offsets] == [3]
+
+
+def test_a_restarted_cluster_serves_the_same_state(cluster: InProcessCluster) -> None:
+    leader = cluster.leader()
+    first = produce(cluster, leader, [b"a", b"b", b"c"], producer_id="p9", sequence=1)
+    cluster.consumer(leader).CommitOffsets(
+        client_pb2.CommitOffsetsRequest(
+            group="g", offsets=[client_pb2.QueueOffset(topic=TOPIC, queue_id=1, queue_offset=2)]
+        ),
+        timeout=10,
+    )
+    wait_applied(cluster, cluster.nodes[leader].replica.cluster_view().commit_index)
+    cluster.restart_all()
+    leader = cluster.leader()
+    for node_id in cluster.nodes:
+        deadline = time.monotonic() + 10
+        while len(pull_all(cluster, node_id)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pull_all(cluster, node_id) == [(0, b"a"), (1, b"b"), (2, b"c")]
+    fetched = cluster.consumer(leader).FetchOffsets(
+        client_pb2.FetchOffsetsRequest(
+            group="g", queues=[client_pb2.QueueRef(topic=TOPIC, queue_id=1)]
+        ),
+        timeout=10,
+    )
+    assert [o.queue_offset for o in fetched.offsets] == [2]
+    # The producer table came back from the log: the retry is a duplicate.
+    retried = produce(cluster, leader, [b"a", b"b", b"c"], producer_id="p9", sequence=1)
+    assert retried.duplicate and list(retried.results) == list(first.results)
+    following = produce(cluster, leader, [b"d"], producer_id="p9", sequence=2)
+    assert [r.queue_offset for r in following.results] == [3]

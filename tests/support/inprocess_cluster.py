@@ -27,19 +27,29 @@ def free_port() -> int:
 class InProcessCluster:
     def __init__(self, root: Path, node_count: int = 3, **config: object) -> None:
         self.addresses = {f"n{i}": f"127.0.0.1:{free_port()}" for i in range(1, node_count + 1)}
-        self.nodes = {
-            node_id: Node(
-                NodeConfig(
-                    node_id=node_id,
-                    listen_address=address,
-                    peers=dict(self.addresses),
-                    data_dir=str(root / node_id),
-                    **config,  # type: ignore[arg-type]
-                )
-            )
-            for node_id, address in self.addresses.items()
-        }
+        self._root = root
+        self._config = config
+        self.nodes = {node_id: self._new_node(node_id) for node_id in self.addresses}
         self._channels: dict[str, grpc.Channel] = {}
+
+    def _new_node(self, node_id: str) -> Node:
+        return Node(
+            NodeConfig(
+                node_id=node_id,
+                listen_address=self.addresses[node_id],
+                peers=dict(self.addresses),
+                data_dir=str(self._root / node_id),
+                **self._config,  # type: ignore[arg-type]
+            )
+        )
+
+    def restart_all(self) -> None:
+        """Stop every node (gracefully) and start new ones on the same directories and
+        addresses: everything they serve must come back from disk."""
+        for node in self.nodes.values():
+            node.stop()
+        self.nodes = {node_id: self._new_node(node_id) for node_id in self.addresses}
+        self.start()
 
     def start(self) -> None:
         for node in self.nodes.values():
