@@ -7,6 +7,8 @@ Rules this module keeps:
 - CreateTopic checks what it can statelessly (name, reserved prefix, 1 <= queue_count <= the
   store's maximum); a count below the current one is refused by the topic table, and in this
   RPC the store's InvalidQueueIdError always means a bad count: INVALID_ARGUMENT.
+- TransferLeadership to the node itself, while it leads, is INVALID_ARGUMENT (client.proto),
+  not a no-op answered OK.
 - ClusterStatus lists voters then learners, each sorted by node id (client.proto), whatever
   order the write path gives.
 - Every error becomes a status through ``status_codes.abort_on_error``.
@@ -119,8 +121,17 @@ class AdminService(client_pb2_grpc.AdminServicer):
         self, request: client_pb2.TransferLeadershipRequest, context: grpc.ServicerContext
     ) -> client_pb2.TransferLeadershipResponse:
         with abort_on_error(context):
+            target_id = request.target_id or None
+            here = self._write_path.cluster_view()
+            if target_id == here.node_id and here.role == "leader":
+                # client.proto: a target that is this node is INVALID_ARGUMENT (on a member
+                # that does not lead, the write path answers "not leader" first).
+                raise InvalidRequestError(
+                    f"target_id {target_id!r} is this node, which already leads; name another "
+                    "voter, or leave target_id empty for the most up-to-date one"
+                )
             view = self._write_path.transfer_leadership(
-                request.target_id or None,
+                target_id,
                 timeout_s=timeout_for_call(
                     context.time_remaining(), self._limits.max_transfer_timeout_s
                 ),
