@@ -151,6 +151,8 @@ class _Proposal:
     index: int = 0
     term: int = 0
     followers: list[_Proposal] = field(default_factory=list)
+    # Producer-encoded records: the leader stamps its store host into them too.
+    encoded: bool = False
 
 
 class Replica:
@@ -567,6 +569,7 @@ class Replica:
             proposal.entries,
             position + ENTRY_HEADER_SIZE_BYTES,
             proposal.store_timestamp_ms,
+            stamp_store_host=proposal.encoded,
         )
 
     def _fail_unproposed(self, proposals: Sequence[_Proposal]) -> None:
@@ -783,7 +786,9 @@ class Replica:
                 )
             if is_reserved_topic(record_topic):
                 raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
-        return self._produce_block(bytearray(records), entries, producer_id, sequence, timeout_s)
+        return self._produce_block(
+            bytearray(records), entries, producer_id, sequence, timeout_s, encoded=True
+        )
 
     def _produce_block(
         self,
@@ -792,11 +797,15 @@ class Replica:
         producer_id: str,
         sequence: int,
         timeout_s: float,
+        *,
+        encoded: bool = False,
     ) -> ProduceOutcome:
         if not entries:
             raise InvalidRequestError("the batch holds no message")
         self._check_batch_fits(len(block))
-        proposal = _Proposal(block, entries, producer_id=producer_id, sequence=sequence)
+        proposal = _Proposal(
+            block, entries, producer_id=producer_id, sequence=sequence, encoded=encoded
+        )
         outcome = self._submit(proposal, timeout_s)
         assert isinstance(outcome, ProduceOutcome)
         return outcome

@@ -83,9 +83,11 @@ from raftlog.store.record import (
     MessageRecord,
     encode_unstamped_record,
     pack_address,
+    pack_host,
     patch_record,
     read_dispatch_info,
     read_store_timestamp_ms,
+    store_host_matches,
     verify_block,
 )
 from raftlog.store.retention import Retention, RetentionReport
@@ -184,6 +186,7 @@ class MessageStore:
         self._sync_flush_timeout_s = sync_flush_timeout_s
         self._message_id_of = message_id_encoder(store_host)
         self._store_address = pack_address(store_host[0])
+        self._packed_store_host = pack_host(store_host)
         self._write_lock = threading.Lock()
         self._dispatch_lock = threading.Lock()
         self._queues_lock = threading.Lock()
@@ -357,7 +360,7 @@ class MessageStore:
         offset, store time and the trailer are then stamped in place; born host, born time,
         store host and the rest are kept as encoded."""
         self._check_writable()
-        return self._write(bytearray(block), self.check_encoded(block))
+        return self._write(bytearray(block), self.check_encoded(block), stamp_store_host=True)
 
     def encode_messages(self, messages: Sequence[Message]) -> tuple[bytearray, list[BlockEntry]]:
         """Validate and encode a batch without writing it: the unstamped block and one
@@ -372,7 +375,21 @@ class MessageStore:
         limits = self._config.limits
         queue_counts: dict[str, int] = {}
         entries: list[BlockEntry] = []
-        for record in verify_block(block):
+        position = 0
+        for index, record in enumerate(verify_block(block)):
+            for name, value in (
+                ("queue id", record.queue_id),
+                ("born timestamp", record.born_timestamp_ms),
+                ("reconsume times", record.reconsume_times),
+            ):
+                if value < 0:
+                    raise CorruptRecordError(f"record {index}: {name} {value} is negative")
+            if not store_host_matches(block, position, self._packed_store_host):
+                raise CorruptRecordError(
+                    f"record {index}: its store host is not of this node's address family; "
+                    "send zeros in the IPv4 layout (0.0.0.0:0)"
+                )
+            position += record.size
             topic = record.topic
             queue_count = queue_counts.get(topic)
             if queue_count is None:
@@ -395,14 +412,19 @@ class MessageStore:
         entries: Sequence[BlockEntry],
         first_physical_offset: int,
         store_timestamp_ms: int,
+        *,
+        stamp_store_host: bool = False,
     ) -> list[PutResult]:
         """Stamp the next queue offsets, the physical offsets (the block's first record at
         ``first_physical_offset``), the store time and the CRC trailers into ``block``
         without writing it: the Raft leader's half of a write, whose bytes reach the CommitLog
-        inside a Raft entry. The assigned queue offsets count as used from now on (the next
-        stamp continues after them) until ``reload_next_queue_offsets``."""
+        inside a Raft entry. ``stamp_store_host``: also this store's host (a producer-encoded
+        block, ``check_encoded``). The assigned queue offsets count as used from now on (the
+        next stamp continues after them) until ``reload_next_queue_offsets``."""
         with self._write_lock:
-            return self._stamp(block, entries, 0, first_physical_offset, store_timestamp_ms)
+            return self._stamp(
+                block, entries, 0, first_physical_offset, store_timestamp_ms, stamp_store_host
+            )
 
     def _check_writable(self) -> None:
         if self._closed:
@@ -413,7 +435,9 @@ class MessageStore:
                 f"{self._config.disk_full_ratio:.0%}; writes resume once retention frees space"
             )
 
-    def _write(self, block: bytearray, entries: list[BlockEntry]) -> list[PutResult]:
+    def _write(
+        self, block: bytearray, entries: list[BlockEntry], *, stamp_store_host: bool = False
+    ) -> list[PutResult]:
         """Append validated, unstamped records, wait for durability (SYNC_FLUSH) and
         dispatch."""
         if not entries:
@@ -427,7 +451,7 @@ class MessageStore:
         with self._write_lock:
             if self._closed:
                 raise StoreClosedError("the store is closed")
-            results = self._append(block, entries)
+            results = self._append(block, entries, stamp_store_host)
         end = results[-1].physical_offset + entries[-1][1]
         if self._group_flusher is not None:
             self._group_flusher.wait_flushed(end, self._sync_flush_timeout_s)
@@ -485,7 +509,9 @@ class MessageStore:
             entries.append(((topic, message.queue_id), len(record)))
         return records, entries
 
-    def _append(self, block: bytearray, entries: list[BlockEntry]) -> list[PutResult]:
+    def _append(
+        self, block: bytearray, entries: list[BlockEntry], stamp_store_host: bool
+    ) -> list[PutResult]:
         """Stamp queue offsets, physical offsets, the store time and the CRC trailers into
         ``block`` and write it (under the write lock), one CommitLog append per segment-sized
         chunk. Queue offsets are committed only once their bytes are written."""
@@ -508,6 +534,7 @@ class MessageStore:
                     chunk_first_byte,
                     start,
                     store_timestamp_ms,
+                    stamp_store_host,
                 )
                 with memoryview(block) as view:
                     written = self._commit_log.append(
@@ -528,9 +555,11 @@ class MessageStore:
         first_byte: int,
         first_physical_offset: int,
         store_timestamp_ms: int,
+        stamp_store_host: bool,
     ) -> list[PutResult]:
         """Stamp ``entries`` (the records from byte ``first_byte`` of ``block``) for a place
         starting at ``first_physical_offset`` and advance the next queue offsets."""
+        store_host = self._packed_store_host if stamp_store_host else None
         assigned: dict[tuple[str, int], int] = {}
         results: list[PutResult] = []
         message_id_of = self._message_id_of
@@ -546,6 +575,7 @@ class MessageStore:
                 queue_offset=queue_offset,
                 physical_offset=physical_offset,
                 store_timestamp_ms=store_timestamp_ms,
+                store_host=store_host,
             )
             results.append(PutResult(queue_offset, physical_offset, message_id_of(physical_offset)))
             assigned[queue_key] = queue_offset + 1

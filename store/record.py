@@ -477,6 +477,8 @@ class BlockRecord(NamedTuple):
     queue_id: int
     body_bytes: int
     properties_bytes: int  # the encoded properties, the CRC trailer excluded
+    born_timestamp_ms: int
+    reconsume_times: int
 
 
 def verify_block(block: bytes | bytearray | memoryview) -> list[BlockRecord]:
@@ -486,19 +488,26 @@ def verify_block(block: bytes | bytearray | memoryview) -> list[BlockRecord]:
     position = 0
     end = len(block)
     while position < end:
-        layout = _layout(block, position)
-        _check_crcs(block, position, layout, True)
-        fields, _, topic_pos, topic_len, properties_pos, properties_len = layout
-        properties_len -= RECORD_CRC_TRAILER_BYTES
         try:
-            topic = str(block[topic_pos : topic_pos + topic_len], "utf-8")
-        except UnicodeDecodeError as error:
-            raise CorruptRecordError(
-                f"record at {position}: topic is not UTF-8: {error}"
-            ) from error
-        # Readers decode the properties: a list they would refuse must not be written.
-        decode_properties(block[properties_pos : properties_pos + properties_len])
-        records.append(BlockRecord(fields[0], topic, fields[3], fields[16], properties_len))
+            layout = _layout(block, position)
+            _check_crcs(block, position, layout, True)
+            fields, _, topic_pos, topic_len, properties_pos, properties_len = layout
+            properties_len -= RECORD_CRC_TRAILER_BYTES
+            try:
+                topic = str(block[topic_pos : topic_pos + topic_len], "utf-8")
+            except UnicodeDecodeError as error:
+                raise CorruptRecordError(
+                    f"record at {position}: topic is not UTF-8: {error}"
+                ) from error
+            # Readers decode the properties: a list they would refuse must not be written.
+            decode_properties(block[properties_pos : properties_pos + properties_len])
+        except CorruptRecordError as error:
+            raise CorruptRecordError(f"record {len(records)}: {error}") from error
+        records.append(
+            BlockRecord(
+                fields[0], topic, fields[3], fields[16], properties_len, fields[8], fields[14]
+            )
+        )
         position += fields[0]
     return records
 
@@ -538,15 +547,26 @@ def decode_record(
 
 
 def patch_record(
-    buf: bytearray, pos: int, *, queue_offset: int, physical_offset: int, store_timestamp_ms: int
+    buf: bytearray,
+    pos: int,
+    *,
+    queue_offset: int,
+    physical_offset: int,
+    store_timestamp_ms: int,
+    store_host: bytes | None = None,
 ) -> None:
-    """Stamp the three fields the writer assigns into an encoded record, in place (the
-    leader's fast path: no re-encode), and refresh its record CRC trailer if it has one. The
-    record must be well-formed (``verify_record`` it first if it came from outside)."""
+    """Stamp the fields the writer assigns into an encoded record, in place (the leader's
+    fast path: no re-encode), and refresh its record CRC trailer if it has one.
+    ``store_host`` (packed address + 4-byte port, ``pack_host``) is stamped too when given; its
+    family must be the record's (``store_host_matches``). The record must be well-formed
+    (``verify_record`` it first if it came from outside)."""
     variant = (buf[pos + _SYS_FLAG_LOW_BYTE_POS] >> 4) & 3
     _I64.pack_into(buf, pos + _QUEUE_OFFSET_POS, queue_offset)
     _I64.pack_into(buf, pos + _PHYSICAL_OFFSET_POS, physical_offset)
-    _I64.pack_into(buf, pos + _STORE_TIMESTAMP_POS[variant], store_timestamp_ms)
+    timestamp_pos = pos + _STORE_TIMESTAMP_POS[variant]
+    _I64.pack_into(buf, timestamp_pos, store_timestamp_ms)
+    if store_host is not None:
+        buf[timestamp_pos + 8 : timestamp_pos + 8 + len(store_host)] = store_host
     total_size = _I32.unpack_from(buf, pos)[0]
     end = pos + total_size
     trailer_pos = end - RECORD_CRC_TRAILER_BYTES
@@ -560,6 +580,17 @@ def patch_record(
         if trailer_pos != topic_len_pos + 3 + buf[topic_len_pos]:
             return
     _write_record_crc(buf, pos, total_size)
+
+
+def pack_host(host: Host) -> bytes:
+    """A host as a record stores it: 4 or 16 address bytes, then the port (4 bytes)."""
+    return pack_address(host[0]) + _I32.pack(host[1])
+
+
+def store_host_matches(buf: bytes | bytearray | memoryview, pos: int, packed_host: bytes) -> bool:
+    """Whether the record at ``pos`` has room for ``packed_host`` (same address family)."""
+    is_v6 = bool(buf[pos + _SYS_FLAG_LOW_BYTE_POS] & SYS_FLAG_STORE_HOST_V6)
+    return is_v6 == (len(packed_host) == 20)
 
 
 def read_store_timestamp_ms(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
