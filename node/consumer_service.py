@@ -284,13 +284,12 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
                     )
                 seen.add((entry.topic, entry.queue_id))
                 offsets.append((entry.topic, entry.queue_id, entry.queue_offset))
-            self._write_path.commit_offsets(
+            raft_index = self._write_path.commit_offsets(
                 request.group,
                 offsets,
                 timeout_s=timeout_for_call(context.time_remaining(), limits.max_write_timeout_s),
             )
-            # WritePath.commit_offsets does not return the entry's index yet: 0 = not known.
-            return client_pb2.CommitOffsetsResponse()
+            return client_pb2.CommitOffsetsResponse(raft_index=raft_index)
 
     def FetchOffsets(
         self, request: client_pb2.FetchOffsetsRequest, context: grpc.ServicerContext

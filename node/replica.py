@@ -810,14 +810,17 @@ class Replica:
         assert isinstance(outcome, ProduceOutcome)
         return outcome
 
-    def _control(self, command: ControlCommand, timeout_s: float) -> None:
+    def _control(self, command: ControlCommand, timeout_s: float) -> int:
+        """Commit ``command`` through the log; returns its entry's index."""
         self._check_leader_now()
         block, entries = self._store.encode_messages([control_message(command)])
-        self._submit(_Proposal(block, entries, control=command), timeout_s)
+        proposal = _Proposal(block, entries, control=command)
+        self._submit(proposal, timeout_s)
+        return proposal.index
 
     def commit_offsets(
         self, group: str, offsets: Sequence[tuple[str, int, int]], *, timeout_s: float
-    ) -> None:
+    ) -> int:
         self._check_leader_now()  # a lagging follower redirects rather than NOT_FOUND
         for topic, queue_id, queue_offset in offsets:
             queue_count = self._store.describe_topic(topic).queue_count
@@ -827,7 +830,7 @@ class Replica:
                 )
             if queue_offset < 0:
                 raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
-        self._control(CommitOffsets(group, tuple(offsets)), timeout_s)
+        return self._control(CommitOffsets(group, tuple(offsets)), timeout_s)
 
     def fetch_offsets(
         self, group: str, queues: Sequence[tuple[str, int]], *, timeout_s: float

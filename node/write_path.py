@@ -95,8 +95,9 @@ class WritePath(Protocol):
 
     def commit_offsets(
         self, group: str, offsets: Sequence[tuple[str, int, int]], *, timeout_s: float
-    ) -> None:
-        """Commit (topic, queue_id, next_queue_offset) for ``group`` through the log."""
+    ) -> int:
+        """Commit (topic, queue_id, next_queue_offset) for ``group`` through the log; returns
+        the index of the entry that holds the commit."""
         ...
 
     def fetch_offsets(
