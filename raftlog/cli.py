@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser(
         "bench", help="run a benchmark (remaining arguments go to it; try --help)"
     )
-    bench.add_argument("target", choices=("store", "raft"))
+    bench.add_argument("target", choices=("store", "raft", "cluster"))
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     cli_node.add_parser(commands)
     cli_cluster.add_parser(commands)
@@ -44,6 +44,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             from raftlog.bench import store as bench_store
 
             return bench_store.main(args.bench_args)
+        if args.target == "cluster":
+            from raftlog.bench import cluster as bench_cluster
+
+            return bench_cluster.main(args.bench_args)
         from raftlog.bench import raft as bench_raft
 
         return bench_raft.main(args.bench_args)
