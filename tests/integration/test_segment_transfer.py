@@ -14,7 +14,7 @@ import pytest
 
 from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
-from tests.integration.test_failover import leader_address, pull_queue, status, wait_converged
+from tests.integration.test_failover import leader_address, status, wait_converged
 
 TOPIC = "events"
 QUEUE_COUNT = 2
