@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from raftlog.node.hard_state_file import (
@@ -107,6 +107,10 @@ _UNITS_PER_READ = 256
 _READ_RUN_BYTES = 1 << 20
 # Recovery re-derives at most about this many index units from the CommitLog after a crash.
 _INDEX_SYNC_INTERVAL_ENTRIES = 1024
+# The newest entries stay in memory up to this many payload bytes: a leader reads what it just
+# appended twice (APPENDs to followers, then apply), and reading it back would cost a pread
+# and a CRC check per entry on the Raft loop.
+_RECENT_ENTRIES_MAX_BYTES = 32 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +179,10 @@ class RaftLogStorage:
             )
         self._planned_end_offset = self._log_end_offset
         self._index_synced_through = self._index.last_index
+        # The newest appended entries, consecutive from _recent_first (see entries()).
+        self._recent: list[Entry] = []
+        self._recent_first = 0
+        self._recent_bytes = 0
 
     @classmethod
     def open(
@@ -283,7 +291,14 @@ class RaftLogStorage:
             raise LogUnavailableError(high)
         found: list[Entry] = []
         total_bytes = 0
-        for entry in self._read_entries(low, high):
+        recent_first = self._recent_first
+        if recent_first <= low < high <= recent_first + len(self._recent):
+            if self._index.unit(low).physical_offset < self._commit_log.min_offset:
+                raise LogCompactedError(low)  # retention deleted its segment
+            source: Iterable[Entry] = self._recent[low - recent_first : high - recent_first]
+        else:
+            source = self._read_entries(low, high)
+        for entry in source:
             total_bytes += len(entry.data)
             if total_bytes > max_bytes and found:
                 break
@@ -361,10 +376,36 @@ class RaftLogStorage:
         units, parts = self._encode(entries, self._end_before(first_new_index))
         if first_new_index <= self.last_index():
             self._truncate(first_new_index)
+        self._remember(first_new_index, entries)
         self._write(first_new_index, units, parts)
         last = entries[-1]
         self._last_term = last.term
         self._planned_end_offset = max(self._planned_end_offset, self._log_end_offset)
+
+    def _remember(self, first_new_index: int, entries: Sequence[Entry]) -> None:
+        """Keep ``entries`` (replacing any remembered from ``first_new_index`` on) in the
+        in-memory tail, trimmed from the front to its byte budget."""
+        recent = self._recent
+        keep = first_new_index - self._recent_first
+        if not 0 <= keep <= len(recent):
+            self._forget_recent()
+            self._recent_first = first_new_index
+            keep = 0
+        for dropped in recent[keep:]:
+            self._recent_bytes -= len(dropped.data)
+        del recent[keep:]
+        recent.extend(entries)
+        self._recent_bytes += sum(len(entry.data) for entry in entries)
+        drop = 0
+        while self._recent_bytes > _RECENT_ENTRIES_MAX_BYTES and drop < len(recent) - 1:
+            self._recent_bytes -= len(recent[drop].data)
+            drop += 1
+        del recent[:drop]
+        self._recent_first += drop
+
+    def _forget_recent(self) -> None:
+        self._recent.clear()
+        self._recent_bytes = 0
 
     def _end_before(self, log_index: int) -> int:
         """Where the placement of entry ``log_index`` starts: the end of entry ``log_index-1``."""
@@ -463,6 +504,7 @@ class RaftLogStorage:
             )
         self._index.reset(meta.index + 1)
         self._index_synced_through = meta.index
+        self._forget_recent()
         if commit_log.min_offset <= end_physical_offset < commit_log.max_offset:
             self._truncate_commit_log(end_physical_offset)
         self._point = _SnapshotPoint(meta, end_physical_offset)
