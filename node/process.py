@@ -32,6 +32,7 @@ from raftlog.node.replica import Replica, ReplicaSettings, open_replica_storage
 from raftlog.node.segment_source import SegmentSource
 from raftlog.node.server import NodeServer
 from raftlog.node.service_limits import ServiceLimits
+from raftlog.node.snapshot_install import resume_interrupted_install
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_store import MessageStore
 
@@ -60,6 +61,9 @@ class Node:
         self.config = config
         advertise = config.advertise_address or config.listen_address
         self._replica: Replica | None = None
+        staging_dir = os.path.join(config.store_dir, _STAGING_SUBDIR)
+        if resume_interrupted_install(OsFileSystem(), config.store_dir, staging_dir):
+            _log.warning("finished a snapshot install that a crash had interrupted")
         self.store = MessageStore.open(
             config.store_config(),
             OsFileSystem(),
@@ -88,7 +92,7 @@ class Node:
                 fsync_before_ack=config.durability == "fsync",
                 max_inflight_bytes=config.max_inflight_bytes,
                 preferred_leader=config.preferred_leader,
-                staging_dir=os.path.join(config.store_dir, _STAGING_SUBDIR),
+                staging_dir=staging_dir,
             ),
             self.store,
             self.raft_log,

@@ -120,6 +120,53 @@ class _SnapshotPoint:
     end_physical_offset: int
 
 
+def snapshot_point_path(root_dir: str) -> str:
+    return os.path.join(root_dir, RAFT_STATE_DIR, SNAPSHOT_POINT_FILE_NAME)
+
+
+def load_snapshot_point(fs: FileSystem, path: str) -> _SnapshotPoint | None:
+    body = read_checked_file(fs, path, _SNAPSHOT_POINT_MAGIC)
+    if body is None:
+        return None
+    try:
+        fields = json.loads(body)
+        return _SnapshotPoint(
+            SnapshotMeta(
+                int(fields["index"]),
+                int(fields["term"]),
+                ConfState(tuple(fields["voters"]), tuple(fields["learners"])),
+            ),
+            int(fields["end_physical_offset"]),
+        )
+    except (ValueError, KeyError, TypeError) as error:
+        raise CorruptStateFileError(f"{path}: {error}") from error
+
+
+def save_snapshot_point(
+    fs: FileSystem, path: str, meta: SnapshotMeta, end_physical_offset: int
+) -> None:
+    """Replace the snapshot point file atomically (CRC-checked)."""
+    body = {
+        "index": meta.index,
+        "term": meta.term,
+        "voters": list(meta.conf_state.voters),
+        "learners": list(meta.conf_state.learners),
+        "end_physical_offset": end_physical_offset,
+    }
+    write_checked_file(fs, path, _SNAPSHOT_POINT_MAGIC, json.dumps(body, sort_keys=True).encode())
+
+
+def reset_log_to_snapshot(
+    fs: FileSystem, root_dir: str, meta: SnapshotMeta, end_physical_offset: int
+) -> None:
+    """What ``apply_snapshot`` leaves on disk, done on a closed log (finishing an install a
+    crash interrupted): the snapshot point says ``meta`` ending at ``end_physical_offset``,
+    and the Raft index is empty (it restarts after ``meta.index``)."""
+    fs.makedirs(os.path.join(root_dir, RAFT_STATE_DIR))
+    save_snapshot_point(fs, snapshot_point_path(root_dir), meta, end_physical_offset)
+    fs.remove_tree(os.path.join(root_dir, RAFT_INDEX_DIR))
+
+
 class RaftLogStorage:
     def __init__(
         self,
@@ -144,7 +191,7 @@ class RaftLogStorage:
         state_dir = os.path.join(root_dir, RAFT_STATE_DIR)
         self._hard_state_file = HardStateFile(fs, state_dir)
         self._hard_state = self._persisted_hard_state = self._hard_state_file.load()
-        self._snapshot_point_path = os.path.join(state_dir, SNAPSHOT_POINT_FILE_NAME)
+        self._snapshot_point_path = snapshot_point_path(root_dir)
         point = self._load_snapshot_point()
         if point is None:
             point = _SnapshotPoint(
@@ -226,35 +273,11 @@ class RaftLogStorage:
     # --- snapshot point file ---------------------------------------------------------------
 
     def _load_snapshot_point(self) -> _SnapshotPoint | None:
-        body = read_checked_file(self._fs, self._snapshot_point_path, _SNAPSHOT_POINT_MAGIC)
-        if body is None:
-            return None
-        try:
-            fields = json.loads(body)
-            return _SnapshotPoint(
-                SnapshotMeta(
-                    int(fields["index"]),
-                    int(fields["term"]),
-                    ConfState(tuple(fields["voters"]), tuple(fields["learners"])),
-                ),
-                int(fields["end_physical_offset"]),
-            )
-        except (ValueError, KeyError, TypeError) as error:
-            raise CorruptStateFileError(f"{self._snapshot_point_path}: {error}") from error
+        return load_snapshot_point(self._fs, self._snapshot_point_path)
 
     def _save_snapshot_point(self, point: _SnapshotPoint) -> None:
-        body = {
-            "index": point.meta.index,
-            "term": point.meta.term,
-            "voters": list(point.meta.conf_state.voters),
-            "learners": list(point.meta.conf_state.learners),
-            "end_physical_offset": point.end_physical_offset,
-        }
-        write_checked_file(
-            self._fs,
-            self._snapshot_point_path,
-            _SNAPSHOT_POINT_MAGIC,
-            json.dumps(body, sort_keys=True).encode(),
+        save_snapshot_point(
+            self._fs, self._snapshot_point_path, point.meta, point.end_physical_offset
         )
 
     # --- LogStorage ------------------------------------------------------------------------

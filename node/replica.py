@@ -73,6 +73,7 @@ from raftlog.node.producer_table import ProducerTable
 from raftlog.node.raft_entry import ENTRY_ENVELOPES, ENTRY_HEADER_SIZE_BYTES, envelope_size_bytes
 from raftlog.node.raft_log_storage import RaftLogStorage
 from raftlog.node.segment_installer import SegmentTransferError, fetch_segments
+from raftlog.node.snapshot_install import install_snapshot
 from raftlog.node.write_path import ClusterView, MemberView, ProduceOutcome
 from raftlog.proto import peer_pb2
 from raftlog.raft.config import Config
@@ -96,6 +97,7 @@ from raftlog.store.errors import (
     InvalidTopicError,
     StoreError,
 )
+from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_id import encode_message_id
 from raftlog.store.message_store import BlockEntry, MessageStore, PutResult
 from raftlog.store.message_store import Message as StoreMessage
@@ -314,8 +316,9 @@ class Replica:
         if staged is None or staged[0] != meta.index:
             raise AssertionError(f"snapshot {meta.index} reached Ready without staged segments")
         end = staged[1]
-        self._store.install_commit_log(self._settings.staging_dir, end)
-        self._raft_log.apply_snapshot(meta, end)
+        install_snapshot(
+            OsFileSystem(), self._store, self._raft_log, self._settings.staging_dir, meta, end
+        )
         self._staged_snapshot = None
         self._applied_index = meta.index
         self._visible_end = end
