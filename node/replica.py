@@ -765,6 +765,7 @@ class Replica:
         timeout_s: float,
     ) -> ProduceOutcome:
         self._check_leader_now()
+        self._store.check_writable()
         for topic in {m.topic for m in messages}:
             if is_reserved_topic(topic):
                 raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
@@ -781,6 +782,7 @@ class Replica:
         timeout_s: float,
     ) -> ProduceOutcome:
         self._check_leader_now()
+        self._store.check_writable()
         entries = self._store.check_encoded(records)
         for (record_topic, _), _ in entries:
             if record_topic != topic:
@@ -816,6 +818,7 @@ class Replica:
     def _control(self, command: ControlCommand, timeout_s: float) -> int:
         """Commit ``command`` through the log; returns its entry's index."""
         self._check_leader_now()
+        self._store.check_writable()
         block, entries = self._store.encode_messages([control_message(command)])
         proposal = _Proposal(block, entries, control=command)
         self._submit(proposal, timeout_s)

@@ -348,7 +348,7 @@ class MessageStore:
     def put_messages(self, messages: Sequence[Message]) -> list[PutResult]:
         """Validate, write and (under SYNC_FLUSH) fsync a batch; returns one result per
         message, in order."""
-        self._check_writable()
+        self.check_writable()
         records, entries = self._encode(messages)
         return self._write(bytearray().join(records), entries)
 
@@ -359,7 +359,7 @@ class MessageStore:
         anything is written, so a refused block leaves nothing behind. Queue offset, physical
         offset, store time and the trailer are then stamped in place; born host, born time,
         store host and the rest are kept as encoded."""
-        self._check_writable()
+        self.check_writable()
         return self._write(bytearray(block), self.check_encoded(block), stamp_store_host=True)
 
     def encode_messages(self, messages: Sequence[Message]) -> tuple[bytearray, list[BlockEntry]]:
@@ -426,7 +426,9 @@ class MessageStore:
                 block, entries, 0, first_physical_offset, store_timestamp_ms, stamp_store_host
             )
 
-    def _check_writable(self) -> None:
+    def check_writable(self) -> None:
+        """StoreClosedError, or DiskFullError above the full watermark (a replicated writer
+        checks it before proposing, since its bytes reach the CommitLog another way)."""
         if self._closed:
             raise StoreClosedError("the store is closed")
         if self._retention.is_disk_full():

@@ -218,3 +218,31 @@ def test_a_restarted_cluster_serves_the_same_state(cluster: InProcessCluster) ->
     assert retried.duplicate and list(retried.results) == list(first.results)
     following = produce(cluster, leader, [b"d"], producer_id="p9", sequence=2)
     assert [r.queue_offset for r in following.results] == [3]
+
+
+def test_writes_are_refused_above_the_disk_full_watermark(tmp_path: Path) -> None:
+    ratios = {
+        "disk_clean_watermark_ratio": 1e-6,
+        "disk_force_clean_ratio": 1e-6,
+        "disk_full_ratio": 1e-6,
+    }
+    with running_cluster(tmp_path, segment_size_bytes=SEGMENT_SIZE_BYTES, **ratios) as full:
+        leader = full.leader()
+        # As if "t" had been created before the disk filled up.
+        for node in full.nodes.values():
+            node.store.create_topic("t", 1)
+        for call in (
+            lambda: full.admin(leader).CreateTopic(
+                client_pb2.CreateTopicRequest(topic="t", queue_count=1), timeout=5
+            ),
+            lambda: full.producer(leader).Produce(
+                client_pb2.ProduceRequest(
+                    topic="t", messages=[client_pb2.ProduceMessage(body=b"x")]
+                ),
+                timeout=5,
+            ),
+        ):
+            with pytest.raises(grpc.RpcError) as refused:
+                call()
+            assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "full" in (refused.value.details() or "")
