@@ -233,7 +233,7 @@ def test_writes_are_refused_above_the_disk_full_watermark(tmp_path: Path) -> Non
             node.store.create_topic("t", 1)
         for call in (
             lambda: full.admin(leader).CreateTopic(
-                client_pb2.CreateTopicRequest(topic="t", queue_count=1), timeout=5
+                client_pb2.CreateTopicRequest(topic="u", queue_count=1), timeout=5
             ),
             lambda: full.producer(leader).Produce(
                 client_pb2.ProduceRequest(
