@@ -199,6 +199,8 @@ class Replica:
         # Set when the Raft loop died of an error: the process must exit (serve() checks).
         self.failed = False
         self._thread = threading.Thread(target=self._run, name="raft-loop", daemon=True)
+        # When each peer was last heard from (monotonic s), for the cluster view.
+        self._last_heard: dict[str, float] = {}
         self._view = self._build_view()
         self._view_built_at = 0.0
         # Follower: where the staged segments of the snapshot being installed end.
@@ -249,9 +251,11 @@ class Replica:
 
     def _step(self, messages: Sequence[Message]) -> None:
         node_id = self._settings.node_id
+        now = time.monotonic()
         for message in messages:
             if message.target != node_id:
                 continue
+            self._last_heard[message.source] = now
             if message.type is MessageType.SNAPSHOT and not self._stage_snapshot(message):
                 continue
             self._node.step(message)
@@ -920,6 +924,15 @@ class Replica:
 
     # ------------------------------------------------------------------ status
 
+    def _heard_recently(self, member_id: str) -> bool:
+        """Heard from within an election timeout (the core's own flag is reset at every
+        check-quorum round, so it reads False for a moment even for a healthy peer)."""
+        if member_id == self._settings.node_id:
+            return True
+        heard = self._last_heard.get(member_id)
+        timeout_s = self._settings.election_ticks * self._settings.tick_ms / 1000
+        return heard is not None and time.monotonic() - heard < timeout_s
+
     def _build_view(self) -> ClusterView:
         status = self._node.status()
         settings = self._settings
@@ -947,7 +960,7 @@ class Replica:
                     lag_entries=max(0, last_index - progress.match_index) if progress else 0,
                     replication_state=progress.state.name.lower() if progress else "",
                     inflight_appends=progress.inflight if progress else 0,
-                    recent_active=progress.recent_active if progress else False,
+                    recent_active=self._heard_recently(member_id) if progress else False,
                 )
             )
         leader = status.leader
