@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -506,7 +506,7 @@ def _inconsistent_offsets(
                 continue
             present = set(offsets)
             missing = [o for o in range(min(offsets), max(offsets) + 1) if o not in present]
-            repeated = sorted({o for o in offsets if offsets.count(o) > 1})
+            repeated = [o for o, n in Counter(offsets).items() if n > 1]
             problems = []
             if missing:
                 problems.append(f"missing offsets {_offset_ranges(missing)}")
