@@ -287,6 +287,25 @@ def test_poll_skip_over_unconsumed_offsets() -> None:
     assert "skipped 1" in report.anomalies[0].details
 
 
+def test_poll_skip_inside_one_poll() -> None:
+    h = Builder()
+    for offset, value in enumerate("abc"):
+        h.send(value, offset)
+    h.poll("g", [(0, "a"), (2, "c")])
+    report = check(h.ops, replicas([(0, "a"), (1, "b"), (2, "c")]))
+    only(report, POLL_SKIP)
+
+
+def test_moving_forward_over_offsets_already_consumed_is_not_a_skip() -> None:
+    h = Builder()
+    for offset, value in enumerate("abcd"):
+        h.send(value, offset)
+    h.poll("g", [(0, "a"), (1, "b"), (2, "c")])
+    h.poll("g", [(1, "b")])  # re-delivery (nothing committed yet)
+    h.poll("g", [(3, "d")])  # 2 was consumed before: no skip
+    assert check(h.ops, replicas([(0, "a"), (1, "b"), (2, "c"), (3, "d")])).valid
+
+
 def test_poll_skip_past_the_committed_offset_on_the_first_poll() -> None:
     h = Builder()
     for offset, value in enumerate("abc"):
