@@ -14,7 +14,7 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from raftlog import cli_client, cli_cluster, cli_node
+    from raftlog import cli_client, cli_cluster, cli_health, cli_node
 
     parser = argparse.ArgumentParser(
         prog="raftlog", description="raftlog: a Raft-replicated distributed commit log"
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("target", choices=("store", "raft", "cluster"))
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     cli_node.add_parser(commands)
+    cli_health.add_parser(commands)
     cli_cluster.add_parser(commands)
     cli_client.add_parsers(commands)
     return parser
@@ -51,6 +52,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from raftlog.bench import raft as bench_raft
 
         return bench_raft.main(args.bench_args)
+    if getattr(args, "handler", None) is not None:  # raftlog node health (cli_health.py)
+        return int(args.handler(args))
     if args.command == "node":
         from raftlog import cli_node
 
