@@ -76,3 +76,12 @@ proto: $(STAMP)
 
 clean:
 	rm -rf $(VENV) ./data .mypy_cache .pytest_cache .ruff_cache .hypothesis
+
+## make image: the node's container image raftlog:dev (no registry needed; docs/deploy.md).
+## make compose-smoke: start deploy/compose.yaml's 3-node cluster, check it, remove it all.
+.PHONY: image compose-smoke
+image: $(STAMP)
+	PYTHON=$(PY) deploy/build-image
+
+compose-smoke: image
+	deploy/compose-smoke
