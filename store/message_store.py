@@ -661,6 +661,9 @@ class MessageStore:
             )
             if not units:
                 break
+            # Pick this chunk's candidates from the units alone, then read them in one batch.
+            places: list[tuple[int, int]] = []
+            wanted = max_messages - len(messages)
             for unit in units:
                 if (
                     wanted_hash is not None and unit.tag_hash != wanted_hash
@@ -668,17 +671,18 @@ class MessageStore:
                     # Another tag, or a record retention deleted since the read began.
                     next_queue_offset += 1
                     continue
-                if messages and size_bytes + unit.size_bytes > max_bytes:
+                if (messages or places) and size_bytes + unit.size_bytes > max_bytes:
                     scan_end = next_queue_offset
                     break
-                record = self._commit_log.read_record(unit.physical_offset)
-                next_queue_offset += 1
-                if wanted_hash is not None and record.tags != tag:
-                    continue
-                messages.append(record)
+                places.append((unit.physical_offset, unit.size_bytes))
                 size_bytes += unit.size_bytes
-                if len(messages) == max_messages:
+                next_queue_offset += 1
+                if len(places) == wanted:
                     break
+            for record in self._commit_log.read_records(places):
+                if wanted_hash is not None and record.tags != tag:
+                    continue  # a tag-hash collision: its bytes still count against max_bytes
+                messages.append(record)
         return GetResult(messages, next_queue_offset, min_queue_offset, max_queue_offset)
 
     def query_by_key(
