@@ -46,8 +46,18 @@ def test_async_sends_are_stored_in_sequence_order(server: FakeServer) -> None:
         results = [f.result(timeout=10) for f in futures]
     assert [r.queue_offset for r in results] == list(range(200))
     stored = server.produce_state.stored
-    assert [seq for _, seq, _ in stored] == list(range(1, 201))
+    assert_gapless_in_order([seq for _, seq, _ in stored], 200)
     assert [body for _, _, body in stored] == [str(i).encode() for i in range(200)]
+    # Sends queued behind each other went in fewer requests (coalesced), in order.
+    assert len({seq for _, seq, _ in stored}) < 200
+
+
+def assert_gapless_in_order(sequences: list[int], message_count: int) -> None:
+    """One sequence per request, requests stored in order without a gap (several sends may
+    share a request, hence a sequence, when the producer coalesced them)."""
+    assert len(sequences) == message_count
+    assert sequences == sorted(sequences)
+    assert sorted(set(sequences)) == list(range(1, max(sequences) + 1))
 
 
 def test_async_sends_from_many_threads_keep_sequence_order(server: FakeServer) -> None:
@@ -60,7 +70,34 @@ def test_async_sends_from_many_threads_keep_sequence_order(server: FakeServer) -
             thread.start()
         for thread in threads:
             thread.join(30)
-    assert [seq for _, seq, _ in server.produce_state.stored] == list(range(1, 101))
+    assert_gapless_in_order([seq for _, seq, _ in server.produce_state.stored], 100)
+
+
+def test_a_bad_send_coalesced_with_good_ones_fails_alone(server: FakeServer) -> None:
+    state = server.produce_state
+
+    def produce(request: Any, context: Any) -> Any:
+        if any(m.body == b"bad" for m in request.messages):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "body is bad")
+        response, code = state.produce(request)
+        if code:
+            context.abort(getattr(grpc.StatusCode, code), code)
+        return response
+
+    server.hooks["Produce"] = produce
+    with producer(server) as p:
+        blocker = p.send_async("t", b"first")  # while it is in flight the rest queue up
+        futures = [p.send_async("t", body) for body in (b"a", b"bad", b"b")]
+        blocker.result(timeout=10)
+        outcomes = []
+        for future in futures:
+            try:
+                outcomes.append(future.result(timeout=10).queue_offset)
+            except e.InvalidArgumentError:
+                outcomes.append(None)
+    assert outcomes[1] is None
+    assert outcomes[0] is not None and outcomes[2] is not None
+    assert [body for _, _, body in state.stored] == [b"first", b"a", b"b"]
 
 
 def test_batch_is_one_sequence(server: FakeServer) -> None:
