@@ -4,7 +4,8 @@ Rules: every subcommand imports its implementation lazily (start-up stays fast),
 readable errors to stderr and exits non-zero on failure (2 usage/configuration, 1 operation
 failed, 3 unknown outcome; see cli_common.py); no traceback for operating errors. The
 subcommands live in cli_node.py (node start), cli_cluster.py (cluster up/down/status) and
-cli_client.py (topic, produce, consume, query, leader).
+cli_client.py (topic, produce, consume, query, leader) and cli_chaos.py
+(chaos run, chaos check).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from raftlog import cli_client, cli_cluster, cli_health, cli_node
+    from raftlog import cli_chaos, cli_client, cli_cluster, cli_health, cli_node
 
     parser = argparse.ArgumentParser(
         prog="raftlog", description="raftlog: a Raft-replicated distributed commit log"
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_health.add_parser(commands)
     cli_cluster.add_parser(commands)
     cli_client.add_parsers(commands)
+    cli_chaos.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,223 @@
+"""One chaos run from start to verdict: start a fresh cluster, create the topic, run the
+workload and the nemesis for the duration, heal, wait until the replicas converge, read every
+replica, check the history, and write the results (``raftlog chaos run``).
+
+Files a run leaves in its data directory: ``history.jsonl`` (the operations, appended as they
+happen), ``replicas.jsonl`` (the final reads), ``cluster/`` (each node's data and node.log),
+and the JSON report when asked for. ``raftlog chaos check`` re-checks the two .jsonl files.
+
+Rules this module keeps:
+- The cluster is always stopped (try/finally), and the nemesis always heals first.
+- The run is bounded: the workload stops at the duration, convergence and reads have their own
+  timeouts, so a run lasts about duration + start-up + a minute at most.
+- A run is "clean" only when the checker finds no anomaly AND nothing prevented a full check
+  (a worker crashed, the replicas did not converge): a run that could not look is not valid.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raftlog.chaos.checker import Report, check
+from raftlog.chaos.history import Recorder, ReplicaSnapshot, dumps_replicas, read_history
+from raftlog.chaos.nemesis import Nemesis, PlannedFault, describe, fault_kinds, plan
+from raftlog.chaos.target import LocalTarget, Target, wait_converged
+from raftlog.chaos.workload import Workload, WorkloadConfig, observe_leaders_once
+from raftlog.client import Admin, RaftlogError
+
+HISTORY_FILE = "history.jsonl"
+REPLICAS_FILE = "replicas.jsonl"
+CLUSTER_DIR = "cluster"
+CONVERGE_TIMEOUT_S = 60.0
+_PROGRESS_INTERVAL_S = 10.0
+_TOPIC_TIMEOUT_S = 30.0
+
+
+class RunError(RuntimeError):
+    """The run could not be set up (bad arguments, a data directory in use...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """What ``raftlog chaos run`` was asked for."""
+
+    duration_s: float = 60.0
+    faults: tuple[str, ...] = ("kill", "pause")
+    seed: int = 0
+    data_dir: Path | None = None
+    nodes: int = 3
+    durability: str = "fsync"
+    partitions: bool = False  # whether the target is built able to partition
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+
+
+@dataclass
+class RunResult:
+    """A finished run: the checker's report, the schedule, where its files are, and the
+    problems that kept the run from being fully checked (each makes it invalid)."""
+
+    config: RunConfig
+    report: Report
+    schedule: list[PlannedFault]
+    data_dir: Path
+    history_path: Path
+    replicas_path: Path
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid and not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "seed": self.config.seed,
+            "target": "local",
+            "duration_s": self.config.duration_s,
+            "faults": list(self.config.faults),
+            "schedule": [
+                {"at_s": f.at_s, "kind": f.kind, "hold_s": f.hold_s, "targets": list(f.targets)}
+                for f in self.schedule
+            ],
+            "data_dir": str(self.data_dir),
+            "history_path": str(self.history_path),
+            "replicas_path": str(self.replicas_path),
+            "problems": self.problems,
+            "warnings": self.warnings,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "report": self.report.to_dict(),
+        }
+
+    def render(self) -> str:
+        """The text ``raftlog chaos run`` prints after the run."""
+        lines = [self.report.render().rstrip()]
+        lines += [f"problem: {p}" for p in self.problems]
+        lines += [f"warning: {w}" for w in self.warnings]
+        verdict = "VALID" if self.valid else "INVALID"
+        lines.append(
+            f"chaos run (seed {self.config.seed}, {self.config.duration_s:.0f} s, "
+            f"faults {','.join(self.config.faults)}): {verdict} in {self.elapsed_s:.1f} s"
+        )
+        lines.append(f"history: {self.history_path}")
+        lines.append(f"replicas: {self.replicas_path}")
+        return "\n".join(lines)
+
+
+def _prepare_dir(data_dir: Path | None, seed: int) -> Path:
+    if data_dir is None:
+        return Path(tempfile.mkdtemp(prefix=f"raftlog-chaos-{seed}-"))
+    if data_dir.exists() and any(data_dir.iterdir()):
+        raise RunError(f"--data-dir {data_dir} is not empty; a run needs a fresh directory")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return data_dir
+
+
+def _create_topic(target: Target, topic: str, queue_count: int) -> None:
+    deadline = time.monotonic() + _TOPIC_TIMEOUT_S
+    last_error: Exception | None = None
+    for _ in range(int(_TOPIC_TIMEOUT_S / 0.5) + 1):
+        try:
+            with Admin(target.client_addresses(), timeout_s=5.0) as admin:
+                admin.create_topic(topic, queue_count)
+            return
+        except RaftlogError as error:
+            last_error = error
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    raise RunError(f"could not create topic {topic!r}: {last_error}")
+
+
+def make_target(config: RunConfig, data_dir: Path) -> Target:
+    """The local target for this run (containers will be chosen here too)."""
+    return LocalTarget(data_dir / CLUSTER_DIR, config.nodes, durability=config.durability)
+
+
+def run(config: RunConfig, *, out: Callable[[str], None] = print) -> RunResult:
+    """Run one chaos run; ``out`` receives the schedule and progress lines."""
+    kinds = fault_kinds(config.faults)  # ValueError on an unknown fault name
+    if config.duration_s <= 0:
+        raise RunError(f"duration is {config.duration_s} s; it must be positive")
+    data_dir = _prepare_dir(config.data_dir, config.seed)
+    history_path = data_dir / HISTORY_FILE
+    replicas_path = data_dir / REPLICAS_FILE
+    target = make_target(config, data_dir)
+    if any(k.startswith("partition") for k in kinds) and not target.supports_partitions:
+        raise RunError(f"the {target.name} target cannot partition; leave out 'partition'")
+    schedule = plan(config.seed, config.duration_s, config.faults, target.node_ids())
+    out(describe(schedule, config.seed))
+    out(f"data: {data_dir}")
+    started_s = time.monotonic()
+    problems: list[str] = []
+    warnings: list[str] = []
+    recorder = Recorder(history_path)
+    replicas: list[ReplicaSnapshot] = []
+    try:
+        out(f"starting {config.nodes} nodes ({target.name})")
+        target.start()
+        _create_topic(target, config.workload.topic, config.workload.queue_count)
+        observe_leaders_once(target, recorder, target.node_ids())
+        workload = Workload(target, recorder, config.workload)
+        nemesis = Nemesis(target, recorder, schedule, log=lambda line: out(f"  {line}"))
+        run_start_s = time.monotonic()
+        out(f"running workload and nemesis for {config.duration_s:.0f} s")
+        workload.start(run_start_s + config.duration_s)
+        nemesis.start(run_start_s)
+        try:
+            _wait_out(run_start_s + config.duration_s, workload, out)
+        finally:
+            nemesis.stop()
+            workload.stop()
+        warnings += [f"nemesis: {e}" for e in nemesis.errors]
+        problems += [f"workload: {e}" for e in workload.stats.errors]
+        out("healed; waiting for the replicas to converge")
+        if wait_converged(target, CONVERGE_TIMEOUT_S) is None:
+            problems.append(f"replicas did not converge within {CONVERGE_TIMEOUT_S:.0f} s")
+        observe_leaders_once(target, recorder, target.node_ids())
+        replicas = [target.read_replica(n, config.workload.topic) for n in target.node_ids()]
+        unread = [r.node_id for r in replicas if r.commitlog_digest is None]
+        if unread:
+            problems.append(f"replicas not read: {', '.join(unread)}")
+    finally:
+        recorder.close()
+        target.close()
+    replicas_path.write_text(dumps_replicas(replicas), encoding="utf-8")
+    report = check(read_history(history_path), replicas)
+    return RunResult(
+        config=config,
+        report=report,
+        schedule=schedule,
+        data_dir=data_dir,
+        history_path=history_path,
+        replicas_path=replicas_path,
+        problems=problems,
+        warnings=warnings,
+        elapsed_s=time.monotonic() - started_s,
+    )
+
+
+def _wait_out(deadline_s: float, workload: Workload, out: Callable[[str], None]) -> None:
+    """Sleep until the deadline, printing a progress line every few seconds."""
+    for _ in range(100_000):
+        remaining_s = deadline_s - time.monotonic()
+        if remaining_s <= 0:
+            return
+        time.sleep(min(_PROGRESS_INTERVAL_S, remaining_s))
+        stats = workload.stats
+        out(
+            f"  sends ok {stats.sends_ok}, failed {stats.sends_failed}, "
+            f"unknown {stats.sends_unknown}; polled {stats.polled_messages}"
+        )
+
+
+def write_json(result: RunResult, path: Path) -> None:
+    """The run's JSON (report, schedule, file paths)."""
+    path.write_text(json.dumps(result.to_dict(), indent=2, sort_keys=True), encoding="utf-8")
