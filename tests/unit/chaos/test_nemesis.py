@@ -1,0 +1,160 @@
+"""The nemesis schedule: the same seed gives the same schedule, different seeds differ, faults
+stay within their bounds (hold 1-5 s, a quiet gap between faults, nothing after the duration's
+quiet tail), only the asked-for kinds appear; partition links; and the nemesis thread applied to
+a fake target records each fault's start and end and heals everything at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import pytest
+
+from raftlog.chaos.history import FAULT_END, FAULT_START, FaultValue, Recorder
+from raftlog.chaos.nemesis import (
+    KILL,
+    MAX_HOLD_S,
+    MIN_GAP_S,
+    MIN_HOLD_S,
+    PARTITION_KINDS,
+    PAUSE,
+    QUIET_TAIL_S,
+    ROLLING_RESTART,
+    Nemesis,
+    PlannedFault,
+    describe,
+    fault_kinds,
+    plan,
+)
+from raftlog.chaos.target import Link, NodeView, TargetError, partition_links
+
+NODES = ["n1", "n2", "n3"]
+
+
+def test_same_seed_same_schedule() -> None:
+    for seed in range(20):
+        first = plan(seed, 300.0, ["kill", "pause", "partition"], NODES)
+        again = plan(seed, 300.0, ["kill", "pause", "partition"], NODES)
+        assert first == again
+        assert describe(first, seed) == describe(again, seed)
+
+
+def test_different_seeds_differ() -> None:
+    schedules = {tuple(plan(seed, 120.0, ["kill", "pause"], NODES)) for seed in range(20)}
+    assert len(schedules) > 15
+
+
+def test_faults_are_bounded_and_do_not_overlap() -> None:
+    for seed in range(50):
+        schedule = plan(seed, 120.0, ["kill", "pause", "partition", "rolling-restart"], NODES)
+        assert schedule, seed
+        end_s = 0.0
+        for fault in schedule:
+            assert MIN_HOLD_S <= fault.hold_s <= MAX_HOLD_S
+            assert fault.at_s >= end_s + MIN_GAP_S - 0.01 or end_s == 0.0
+            busy_s = 9.0 if fault.kind == ROLLING_RESTART else fault.hold_s
+            end_s = fault.at_s + busy_s
+            assert end_s <= 120.0 - QUIET_TAIL_S + 1e-9
+
+
+def test_only_the_named_kinds_appear() -> None:
+    kinds = {f.kind for seed in range(30) for f in plan(seed, 200.0, ["kill"], NODES)}
+    assert kinds == {KILL}
+    kinds = {f.kind for seed in range(30) for f in plan(seed, 200.0, ["partition"], NODES)}
+    assert kinds == set(PARTITION_KINDS)
+
+
+def test_unknown_fault_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown fault"):
+        fault_kinds(["kill", "flood"])
+
+
+def test_a_short_run_has_no_fault() -> None:
+    assert plan(1, 5.0, ["kill"], NODES) == []
+
+
+def test_partition_links() -> None:
+    assert partition_links(NODES, [["n1"], ["n2", "n3"]]) == {
+        ("n1", "n2"),
+        ("n2", "n1"),
+        ("n1", "n3"),
+        ("n3", "n1"),
+    }
+    # A bridge: n2 is on both sides, so only n1 <-> n3 is cut.
+    assert partition_links(NODES, [["n1", "n2"], ["n2", "n3"]]) == {("n1", "n3"), ("n3", "n1")}
+
+
+class FakeTarget:
+    """Records the calls; n1 leads."""
+
+    name = "fake"
+    supports_partitions = True
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def node_ids(self) -> list[str]:
+        return list(NODES)
+
+    def client_addresses(self) -> list[str]:
+        return []
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def kill(self, node_id: str) -> None:
+        self.calls.append(("kill", node_id))
+
+    def restart(self, node_id: str) -> None:
+        self.calls.append(("restart", node_id))
+
+    def pause(self, node_id: str) -> None:
+        if node_id == "n3":
+            raise TargetError("n3 is not running")
+        self.calls.append(("pause", node_id))
+
+    def resume(self, node_id: str) -> None:
+        self.calls.append(("resume", node_id))
+
+    def block(self, links: Collection[Link]) -> None:
+        self.calls.append(("block", *sorted(f"{a}>{b}" for a, b in links)))
+
+    def heal(self) -> None:
+        self.calls.append(("heal",))
+
+    def status(self, node_id: str) -> NodeView | None:
+        role = "leader" if node_id == "n1" else "follower"
+        return NodeView(node_id, role, 3, "n1", 0, 0, 0)
+
+    def read_replica(self, node_id: str, topic: str):  # pragma: no cover - unused
+        raise NotImplementedError
+
+
+def test_nemesis_applies_records_and_heals() -> None:
+    target = FakeTarget()
+    recorder = Recorder()
+    schedule = [
+        PlannedFault(0.0, KILL, 0.01, ("leader",)),
+        PlannedFault(0.0, PAUSE, 0.01, ("n3",)),  # refused by the target: a failed start
+        PlannedFault(0.0, "partition-one-way", 0.01, ("leader", "n1")),
+        PlannedFault(0.0, ROLLING_RESTART, 0.0, ("n1", "n2")),
+    ]
+    Nemesis(target, recorder, schedule).run(0.0)
+    assert target.calls == [
+        ("kill", "n1"),
+        ("restart", "n1"),
+        ("block", "n1>n2"),
+        ("heal",),
+        ("restart", "n1"),
+        ("restart", "n2"),
+    ]
+    events = [(op.type, op.f, op.value) for op in recorder.ops()]
+    assert events == [
+        ("ok", FAULT_START, FaultValue(KILL, ("n1",))),
+        ("ok", FAULT_END, FaultValue(KILL, ("n1",))),
+        ("fail", FAULT_START, FaultValue(PAUSE, ("n3",))),
+        ("ok", FAULT_START, FaultValue("partition-one-way", ("n1", "n2"))),
+        ("ok", FAULT_END, FaultValue("partition-one-way", ("n1", "n2"))),
+        ("ok", FAULT_START, FaultValue(ROLLING_RESTART, ("n1", "n2"))),
+        ("ok", FAULT_END, FaultValue(ROLLING_RESTART, ("n1", "n2"))),
+    ]
