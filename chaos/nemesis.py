@@ -184,12 +184,16 @@ class Nemesis:
 
     def run(self, run_start_s: float) -> None:
         """Apply every planned fault in order, then heal everything (always)."""
+        last_end_s = run_start_s - MIN_GAP_S
         try:
             for fault in self._schedule:
-                # Start on schedule, or after a full minimum gap if the last fault overran.
-                if self._stop.wait(max(0.0, run_start_s + fault.at_s - time.monotonic())):
+                # Start on schedule, or a full minimum gap after the last fault if it overran
+                # (a restart can take longer than its planned hold): faults never pile up.
+                start_s = max(run_start_s + fault.at_s, last_end_s + MIN_GAP_S)
+                if self._stop.wait(max(0.0, start_s - time.monotonic())):
                     break
                 self._apply(fault)
+                last_end_s = time.monotonic()
                 if self._stop.is_set():
                     break
         finally:
@@ -271,7 +275,10 @@ class Nemesis:
                 if not self._target.supports_partitions:
                     raise TargetError(f"the {self._target.name} target cannot partition")
                 self._partitioned = True  # set first: a half-applied block is healed too
-                self._target.block(links)
+                # Isolating the leader and the one-way drop are silent (a blackhole, noticed
+                # only by timeouts); halves and the bridge refuse connections outright.
+                silent = fault.kind in (PARTITION_ISOLATE_LEADER, PARTITION_ONE_WAY)
+                self._target.block(links, silent=silent)
         except TargetError as error:
             self._record_start(fault.kind, targets, ok=False, why=str(error))
             return

@@ -138,7 +138,12 @@ def _create_topic(target: Target, topic: str, queue_count: int) -> None:
 
 def make_target(config: RunConfig, data_dir: Path) -> Target:
     """The local target for this run (containers will be chosen here too)."""
-    return LocalTarget(data_dir / CLUSTER_DIR, config.nodes, durability=config.durability)
+    return LocalTarget(
+        data_dir / CLUSTER_DIR,
+        config.nodes,
+        durability=config.durability,
+        partitions=config.partitions,
+    )
 
 
 def run(config: RunConfig, *, out: Callable[[str], None] = print) -> RunResult:

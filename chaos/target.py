@@ -3,8 +3,8 @@
 
 A target names its nodes, gives the client addresses, injects process faults (``kill`` =
 SIGKILL, ``restart``, ``pause`` = SIGSTOP, ``resume`` = SIGCONT) and, when
-``supports_partitions`` is True, network faults between nodes (``block`` directed links,
-``partition`` into groups, ``heal``). At the end it reads every replica
+``supports_partitions`` is True, network faults between nodes (``block`` directed links, computed
+for a partition into groups by :func:`partition_links`; ``heal``). At the end it reads every replica
 (:meth:`Target.read_replica`: whole queues from their first offset, and the digest of the
 committed CommitLog bytes). A container target will implement the same protocol.
 
@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import grpc
 
 from raftlog.chaos.history import Entry, QueueKey, ReplicaSnapshot
+from raftlog.chaos.link_proxy import ProxyMesh
 from raftlog.client import Admin, ClusterStatus, RaftlogError
 from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
@@ -105,9 +106,10 @@ class Target(Protocol):
         """SIGCONT a paused node."""
         ...
 
-    def block(self, links: Collection[Link]) -> None:
+    def block(self, links: Collection[Link], *, silent: bool = False) -> None:
         """Drop traffic on these directed links (only with ``supports_partitions``);
-        replaces any earlier block."""
+        replaces any earlier block. ``silent``: the traffic vanishes (a blackhole the sender
+        only notices by timeouts) instead of connections being refused."""
         ...
 
     def heal(self) -> None:
@@ -221,8 +223,11 @@ def commitlog_digest(data_dir: str | Path) -> tuple[str, int]:
 class LocalTarget:
     """A LocalCluster of ``node_count`` node processes under ``base_dir`` (free ports).
 
-    ``extra_args`` go to every node's command line. Partitions are not supported yet by the
-    local target (``supports_partitions`` is False).
+    ``extra_args`` go to every node's command line. With ``partitions``, every node reaches
+    every other through a userspace link proxy (chaos/link_proxy.py: one per directed pair),
+    so links can be dropped or blackholed; clients still use the real addresses (though a
+    leader hint from a follower names that follower's proxy to the leader, so a redirected
+    client shares that link's fate).
     """
 
     name = "local"
@@ -235,6 +240,7 @@ class LocalTarget:
         durability: str = "fsync",
         extra_args: Sequence[str] = (),
         start_timeout_s: float = 60.0,
+        partitions: bool = False,
     ) -> None:
         self.cluster = LocalCluster(
             str(base_dir),
@@ -244,7 +250,11 @@ class LocalTarget:
             extra_args=extra_args,
         )
         self.start_timeout_s = start_timeout_s
-        self.supports_partitions = False
+        self.supports_partitions = partitions
+        self.mesh: ProxyMesh | None = None
+        if partitions:
+            self.mesh = ProxyMesh({n: node.address for n, node in self.cluster.nodes.items()})
+            self.cluster.peer_overrides = {n: self.mesh.peers_for(n) for n in self.cluster.nodes}
         self._paused: set[str] = set()
         self._closed = False
 
@@ -279,7 +289,11 @@ class LocalTarget:
         for node_id in sorted(self._paused):
             with contextlib.suppress(TargetError):
                 self.resume(node_id)
-        self.cluster.stop(timeout_s=10.0)
+        try:
+            self.cluster.stop(timeout_s=10.0)
+        finally:
+            if self.mesh is not None:
+                self.mesh.close()
 
     # -- process faults --------------------------------------------------------------------
 
@@ -316,11 +330,17 @@ class LocalTarget:
 
     # -- network faults --------------------------------------------------------------------
 
-    def block(self, links: Collection[Link]) -> None:
-        raise TargetError("the local target cannot partition yet")
+    def block(self, links: Collection[Link], *, silent: bool = False) -> None:
+        if self.mesh is None:
+            raise TargetError("this local target was started without link proxies")
+        unknown = [link for link in links if link not in self.mesh.links]
+        if unknown:
+            raise TargetError(f"no such link: {unknown[0][0]} -> {unknown[0][1]}")
+        self.mesh.block(links, "blackhole" if silent else "drop")
 
     def heal(self) -> None:
-        return None
+        if self.mesh is not None:
+            self.mesh.heal()
 
     # -- observation -----------------------------------------------------------------------
 

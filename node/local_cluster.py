@@ -24,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,11 @@ class LocalCluster:
 
     ``base_port`` 0 picks free ports; otherwise node i listens on ``base_port + i``.
     ``durability`` is passed to every node ("fsync" or "write"); ``extra_args`` are appended
-    to every node's command line (e.g. ``("--tick-ms", "20")``).
+    to every node's command line (e.g. ``("--tick-ms", "20")``). ``peer_overrides`` (node id
+    -> that node's own peers map) replaces ``peers_flag`` for the nodes it names: the chaos
+    target routes each node's peer traffic through link proxies this way (each node's own
+    entry must stay its real address). It may also be set after construction, once the
+    ports are known; it is not recorded in cluster.json.
     """
 
     def __init__(
@@ -107,6 +111,7 @@ class LocalCluster:
         *,
         durability: str = "fsync",
         extra_args: Sequence[str] = (),
+        peer_overrides: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         if node_count < 1:
             raise ValueError(f"node_count is {node_count}; it must be at least 1")
@@ -124,6 +129,9 @@ class LocalCluster:
             )
             for i, port in enumerate(ports)
         }
+        self.peer_overrides: dict[str, dict[str, str]] = {
+            node_id: dict(peers) for node_id, peers in (peer_overrides or {}).items()
+        }
         # Processes this object spawned (reaped on stop); a loaded cluster has none.
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -138,6 +146,13 @@ class LocalCluster:
     def peers_flag(self) -> str:
         """``n1=127.0.0.1:p1,n2=...``, the ``--peers`` value every node gets."""
         return ",".join(f"{n.node_id}={n.address}" for n in self.nodes.values())
+
+    def peers_flag_for(self, node_id: str) -> str:
+        """The ``--peers`` value ``node_id`` gets: its override, else ``peers_flag``."""
+        peers = self.peer_overrides.get(node_id)
+        if peers is None:
+            return self.peers_flag
+        return ",".join(f"{peer_id}={address}" for peer_id, address in peers.items())
 
     def _save(self) -> None:
         os.makedirs(self.base_dir, exist_ok=True)
@@ -202,7 +217,7 @@ class LocalCluster:
             "--listen",
             node.address,
             "--peers",
-            self.peers_flag,
+            self.peers_flag_for(node_id),
             "--data-dir",
             node.data_dir,
             "--durability",

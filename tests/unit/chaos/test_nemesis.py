@@ -116,8 +116,9 @@ class FakeTarget:
     def resume(self, node_id: str) -> None:
         self.calls.append(("resume", node_id))
 
-    def block(self, links: Collection[Link]) -> None:
-        self.calls.append(("block", *sorted(f"{a}>{b}" for a, b in links)))
+    def block(self, links: Collection[Link], *, silent: bool = False) -> None:
+        mode = "silent" if silent else "refuse"
+        self.calls.append(("block", mode, *sorted(f"{a}>{b}" for a, b in links)))
 
     def heal(self) -> None:
         self.calls.append(("heal",))
@@ -143,7 +144,7 @@ def test_nemesis_applies_records_and_heals() -> None:
     assert target.calls == [
         ("kill", "n1"),
         ("restart", "n1"),
-        ("block", "n1>n2"),
+        ("block", "silent", "n1>n2"),
         ("heal",),
         ("restart", "n1"),
         ("restart", "n2"),
