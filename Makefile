@@ -85,3 +85,10 @@ image: $(STAMP)
 
 compose-smoke: image
 	deploy/compose-smoke
+
+## make chaos: a 2-minute local chaos run (kill, pause, partitions; docs/chaos.md). Exit 1 on
+## any anomaly. CHAOS_SEED picks the schedule.
+CHAOS_SEED ?= 1
+.PHONY: chaos
+chaos: $(STAMP)
+	$(RAFTLOG) chaos run --target local --duration 120s --faults kill,pause,partition --seed $(CHAOS_SEED)
