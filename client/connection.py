@@ -129,6 +129,10 @@ class Connection:
     def _order(self, leader_only: bool, address: str | None) -> list[str]:
         with self._lock:
             addresses = list(self._addresses)
+            if address is not None and not leader_only:
+                # A question for one member (its own status, its view of a topic): another
+                # member's answer would be a wrong answer, not a fallback.
+                return [address]
             if address is not None:
                 first = address
             elif self._leader is not None:
@@ -152,10 +156,10 @@ class Connection:
     ) -> Any:
         """Send ``request`` to ``service.method`` and return the response.
 
-        ``leader_only`` calls follow redirects; ``address`` pins the first member tried
-        (e.g. to ask one member for its own status). Raises the RaftlogError of the last
-        member tried: UnavailableError / NotLeaderError when no member could serve it,
-        UnknownOutcomeError at once for a write whose answer was lost.
+        ``leader_only`` calls follow redirects, and ``address`` is the first member they try;
+        other calls with ``address`` ask that member only (e.g. for its own status). Raises
+        the RaftlogError of the last member tried: UnavailableError / NotLeaderError when no
+        member could serve it, UnknownOutcomeError at once for a write whose answer was lost.
         """
         deadline = time.monotonic() + timeout_s
         pending = self._order(leader_only, address)

@@ -106,6 +106,10 @@ def _status(args: argparse.Namespace) -> int:
                     views[member.address] = admin.cluster_status(address=member.address)
                 except RaftlogError:
                     views[member.address] = None
+        # The leader may be among the members learned just now.
+        leader_view = next(
+            (v for v in views.values() if v is not None and v.role == "leader"), None
+        )
     lag = {m.node_id: m for m in (leader_view.members if leader_view else ())}
     rows = [("NODE", "ADDRESS", "ROLE", "TERM", "COMMIT", "APPLIED", "LAST", "LAG", "ACTIVE")]
     listed = {m.address: m.node_id for m in members.members}
