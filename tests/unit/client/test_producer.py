@@ -73,7 +73,8 @@ def test_async_sends_from_many_threads_keep_sequence_order(server: FakeServer) -
     assert_gapless_in_order([seq for _, seq, _ in server.produce_state.stored], 100)
 
 
-def test_a_bad_send_coalesced_with_good_ones_fails_alone(server: FakeServer) -> None:
+def refuse_bad_bodies(server: FakeServer) -> None:
+    """Produce refuses (INVALID_ARGUMENT, nothing stored) any request holding a b"bad" body."""
     state = server.produce_state
 
     def produce(request: Any, context: Any) -> Any:
@@ -85,6 +86,11 @@ def test_a_bad_send_coalesced_with_good_ones_fails_alone(server: FakeServer) -> 
         return response
 
     server.hooks["Produce"] = produce
+
+
+def test_a_bad_send_coalesced_with_good_ones_fails_alone(server: FakeServer) -> None:
+    state = server.produce_state
+    refuse_bad_bodies(server)
     with producer(server) as p:
         blocker = p.send_async("t", b"first")  # while it is in flight the rest queue up
         futures = [p.send_async("t", body) for body in (b"a", b"bad", b"b")]
@@ -176,16 +182,7 @@ def test_unresolved_batch_is_resent_before_the_next(server: FakeServer, stored_f
 
 def test_refused_batch_gives_its_sequence_back(server: FakeServer) -> None:
     state = server.produce_state
-
-    def produce(request: Any, context: Any) -> Any:
-        if request.messages[0].body == b"bad":
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "bad body")
-        response, code = state.produce(request)
-        if code:
-            context.abort(getattr(grpc.StatusCode, code), code)
-        return response
-
-    server.hooks["Produce"] = produce
+    refuse_bad_bodies(server)
     with producer(server) as p:
         with pytest.raises(e.InvalidArgumentError):
             p.send("t", b"bad")
