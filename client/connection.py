@@ -11,13 +11,16 @@ Rules this module keeps:
 - One ``call`` is one logical attempt: it tries each address at most once plus the redirects,
   all within ``timeout_s``. Retrying with backoff is retry.py's job, not this module's.
 - A write that may have reached a member (unknown outcome) is never re-sent here.
+- ``address_map`` translates a member's address into the one to dial (for a client outside
+  Docker reaching ``n1:7701`` through a published ``127.0.0.1:port``). Only the channel sees
+  the translation: leader beliefs, redirects and errors keep the cluster's own addresses.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -68,7 +71,9 @@ class Connection:
         *,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
+        address_map: Mapping[str, str] | None = None,
     ) -> None:
+        self._address_map = dict(address_map or {})
         self._addresses: list[str] = list(parse_addresses(addresses))
         self._options = [
             ("grpc.max_send_message_length", max_message_bytes),
@@ -120,7 +125,8 @@ class Connection:
             if stub is None:
                 channel = self._channels.get(address)
                 if channel is None:
-                    channel = grpc.insecure_channel(address, options=self._options)
+                    dial = self._address_map.get(address, address)
+                    channel = grpc.insecure_channel(dial, options=self._options)
                     self._channels[address] = channel
                 stub = _STUB_CLASSES[service](channel)
                 self._stubs[key] = stub
