@@ -53,7 +53,13 @@ contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 pytest: $(STAMP)
-	SIM_SEEDS=$(SIM_SEEDS) $(VENV)/bin/pytest -q -m "not slow"
+	SIM_SEEDS=$(SIM_SEEDS) $(VENV)/bin/pytest -q -m "not slow and not containers"
+
+## make test-containers: tests/containers against a raftlog:dev cluster in Docker (builds the
+## image when missing; skips, saying why, when no Docker engine answers). Not in `make test`.
+.PHONY: test-containers
+test-containers: $(STAMP)
+	$(VENV)/bin/pytest -q -m containers tests/containers
 
 ## Long suites: slow tests plus a 10,000-seed simulation soak.
 test-slow: $(STAMP)
