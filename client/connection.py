@@ -7,7 +7,9 @@ Rules this module keeps:
   belief to the address in its ``raftlog-leader`` trailer and the call follows it (at most
   ``max_redirects`` times per call; a redirect with a lower term than one already followed is
   ignored as stale). A member that is unavailable (server-sent UNAVAILABLE, a not-leader answer
-  naming no leader, or no connection) is skipped for the next address.
+  naming no leader, or no connection) is skipped for the next address. A member whose answer
+  does not come in time is no longer believed to lead and moves to the end of the order, so
+  the next attempt (retry.py) starts elsewhere.
 - One ``call`` is one logical attempt: it tries each address at most once plus the redirects,
   all within ``timeout_s``. Retrying with backoff is retry.py's job, not this module's.
 - A write that may have reached a member (unknown outcome) is never re-sent here.
@@ -26,9 +28,11 @@ from typing import Any
 import grpc
 
 from raftlog.client.errors import (
+    DeadlineExceededError,
     NotLeaderError,
     RaftlogError,
     UnavailableError,
+    UnknownOutcomeError,
     from_rpc_error,
 )
 from raftlog.proto import client_pb2_grpc
@@ -113,6 +117,15 @@ class Connection:
             self._leader_term = max(self._leader_term, term)
             self._leader = address
             if address not in self._addresses:
+                self._addresses.append(address)
+
+    def _demote(self, address: str) -> None:
+        """Forget ``address`` as the leader and try it last from now on."""
+        with self._lock:
+            if self._leader == address:
+                self._leader = None
+            if address in self._addresses:
+                self._addresses.remove(address)
                 self._addresses.append(address)
 
     def stub(self, service: str, address: str) -> Any:
@@ -202,6 +215,10 @@ class Connection:
                 if self.leader_address == target:
                     self.note_leader(None)
                 continue
+            if isinstance(error, UnknownOutcomeError | DeadlineExceededError):
+                # A member that does not answer in time (frozen, cut off silently) must not
+                # stay first: the next attempt starts elsewhere and finds the new leader.
+                self._demote(target)
             raise error
         if last_error is None:
             raise UnavailableError(

@@ -3,11 +3,13 @@ carry) and dialled at the mapped ones (a client outside Docker reaching publishe
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import grpc
 import pytest
 
+from raftlog.client import errors as e
 from raftlog.client.connection import Connection
 from raftlog.proto import client_pb2
 from tests.unit.client.fake_server import FakeServer, abort_with, not_leader_trailers
@@ -48,4 +50,40 @@ def test_redirect_to_an_unresolvable_name_is_dialled_through_the_map(
         assert connection.leader_address == "n2:7701"
         assert connection.addresses == ("n1:7701", "n2:7701")
     assert follower.calls == ["ListTopics"]
+    assert leader.calls == ["ListTopics"]
+
+
+def test_a_member_that_times_out_is_no_longer_believed_to_lead(
+    servers: list[FakeServer],
+) -> None:
+    frozen, leader = servers
+
+    def hang(request: object, context: object) -> object:
+        time.sleep(1.0)
+        return ok(request, context)
+
+    frozen.hooks["ListTopics"] = hang
+    leader.hooks["ListTopics"] = ok
+    with Connection([frozen.address, leader.address]) as connection:
+        connection.note_leader(frozen.address, term=1)
+        with pytest.raises(e.UnknownOutcomeError):
+            connection.call(
+                "Admin",
+                "ListTopics",
+                client_pb2.ListTopicsRequest(),
+                timeout_s=0.3,
+                leader_only=True,
+                write=True,
+            )
+        assert connection.leader_address is None
+        assert connection.addresses == (leader.address, frozen.address)
+        answer = connection.call(
+            "Admin",
+            "ListTopics",
+            client_pb2.ListTopicsRequest(),
+            timeout_s=5,
+            leader_only=True,
+            write=True,
+        )
+        assert answer.topics[0].name == "t"
     assert leader.calls == ["ListTopics"]
