@@ -13,8 +13,8 @@ from tests.support.sim_filesystem import SimFileHandle, SimFileSystem
 
 
 class GatedFileSystem(SimFileSystem):
-    """Counts segment fsyncs; while ``gate`` is closed, the first fsync blocks after
-    announcing itself on ``fsync_entered``."""
+    """Counts segment fsyncs and the threads running them; while ``gate`` is closed, the
+    first fsync blocks after announcing itself on ``fsync_entered``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -22,6 +22,7 @@ class GatedFileSystem(SimFileSystem):
         self.gate.set()
         self.fsync_entered = threading.Event()
         self.fsync_calls = 0
+        self.fsync_threads: list[int] = []
 
     def open(self, path: str, create: bool = True) -> SimFileHandle:
         handle = super().open(path, create)
@@ -29,6 +30,7 @@ class GatedFileSystem(SimFileSystem):
 
         def gated_sync() -> None:
             self.fsync_calls += 1
+            self.fsync_threads.append(threading.get_ident())
             if self.fsync_calls == 1:
                 self.fsync_entered.set()
                 assert self.gate.wait(10)
@@ -120,17 +122,51 @@ def test_an_fsync_error_reaches_every_waiter_and_stop() -> None:
         flusher.stop()
 
 
-def test_wait_times_out_while_an_fsync_hangs() -> None:
+def test_a_lone_writer_runs_its_own_fsync_on_its_own_thread() -> None:
+    fs = GatedFileSystem()
+    log = open_log(fs)
+    flusher = GroupCommitFlusher(log)
+    flusher.start()
+    end = append_one(log)
+    flusher.wait_flushed(end, timeout_s=5)
+    assert log.flushed_offset == end
+    # No hand-off to another thread: the writer's own thread ran the one fsync.
+    assert fs.fsync_threads == [threading.get_ident()]
+    flusher.stop()
+
+
+def test_a_writer_waiting_for_another_writers_hanging_fsync_times_out() -> None:
     fs = GatedFileSystem()
     log = open_log(fs)
     flusher = GroupCommitFlusher(log)
     flusher.start()
     fs.gate.clear()
+    first_end = append_one(log)
+    leader = threading.Thread(target=flusher.wait_flushed, args=(first_end, 10))
+    leader.start()
+    assert fs.fsync_entered.wait(5)  # the first writer runs the fsync, which hangs
     with pytest.raises(TimeoutError):
         flusher.wait_flushed(append_one(log), timeout_s=0.05)
     fs.gate.set()
+    leader.join(5)
+    assert not leader.is_alive()
     flusher.stop()
     assert log.flushed_offset == log.max_offset
+
+
+def test_a_writer_whose_bytes_were_truncated_away_times_out_without_spinning() -> None:
+    fs = GatedFileSystem()
+    log = open_log(fs)
+    flusher = GroupCommitFlusher(log)
+    flusher.start()
+    ends = [append_one(log) for _ in range(2)]
+    flusher.wait_flushed(ends[0], timeout_s=5)
+    log.truncate_after(ends[0])  # the second record is gone before its writer waits
+    syncs_before = fs.fsync_calls
+    with pytest.raises(TimeoutError):
+        flusher.wait_flushed(ends[1], timeout_s=0.2)
+    assert fs.fsync_calls == syncs_before  # nothing to flush: it waited instead of looping
+    flusher.stop()
 
 
 def test_waiting_on_a_stopped_flusher_is_refused_unless_already_durable() -> None:
@@ -248,16 +284,15 @@ def test_an_unexpected_flush_error_still_reaches_waiters() -> None:
         flusher.stop()
 
 
-def test_a_writer_refilling_a_truncated_range_wakes_the_flusher() -> None:
-    # Regression: the flusher remembered the highest offset ever requested, so after a
-    # truncation a writer asking for less never woke it and timed out.
+def test_a_writer_refilling_a_truncated_range_is_flushed() -> None:
+    # Regression: the old flusher thread remembered the highest offset ever requested, so
+    # after a truncation a writer asking for less never woke it and timed out.
     log = open_log(SimFileSystem())
     flusher = GroupCommitFlusher(log)
     flusher.start()
     ends = [append_one(log) for _ in range(3)]
     flusher.wait_flushed(ends[-1], timeout_s=5)
     log.truncate_after(ends[0])
-    wait_until(lambda: flusher._idle)
     refilled_end = append_one(log)
     assert refilled_end <= ends[-1]
     flusher.wait_flushed(refilled_end, timeout_s=5)

@@ -1,5 +1,7 @@
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -22,7 +24,7 @@ from raftlog.store.message_store import Message, MessageStore
 from raftlog.store.record import encode_record
 from raftlog.store.validation import Limits
 from tests.support import make_record
-from tests.support.sim_filesystem import SimFileSystem
+from tests.support.sim_filesystem import SimFileHandle, SimFileSystem
 
 T0 = 1_764_000_000_000
 
@@ -382,10 +384,24 @@ def test_reload_next_queue_offsets_after_raw_commit_log_writes(store) -> None:
     ]
 
 
-def test_concurrent_sync_writers_share_fsyncs_and_get_dense_offsets(tmp_path) -> None:
-    import threading
+class SlowSyncFileSystem(SimFileSystem):
+    """Every file fsync takes 2 ms, as on a real disk (an in-memory one takes no time, so
+    writers would never overlap one)."""
 
-    fs = SimFileSystem()
+    def open(self, path: str, create: bool = True) -> SimFileHandle:
+        handle = super().open(path, create)
+        plain_sync = handle.sync
+
+        def slow_sync() -> None:
+            time.sleep(0.002)
+            plain_sync()
+
+        handle.sync = slow_sync  # type: ignore[method-assign]
+        return handle
+
+
+def test_concurrent_sync_writers_share_fsyncs_and_get_dense_offsets(tmp_path) -> None:
+    fs = SlowSyncFileSystem()
     store = open_store(tmp_path, fs)
     store.create_topic("t", 1)
     results = []
