@@ -1,6 +1,4 @@
-import json
 import os
-from pathlib import Path
 
 from raftlog.store.consume_queue import (
     ConsumeQueue,
@@ -12,8 +10,9 @@ from raftlog.store.consume_queue import (
     list_queues,
 )
 from raftlog.store.filesystem import OsFileSystem
+from tests.support import load_vectors
 
-VECTOR = json.loads(Path("/work/shared/spec/vectors.json").read_text())["consume_queue_unit"]
+VECTOR = load_vectors()["consume_queue_unit"]
 
 
 def make_queue(root, handles=None, file_units=4, topic="orders", queue_id=1):

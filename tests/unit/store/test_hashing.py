@@ -1,11 +1,9 @@
-import json
-from pathlib import Path
-
 import pytest
 
 from raftlog.store.hashing import key_hash, tag_hash
+from tests.support import load_vectors
 
-VECTORS = json.loads(Path("/work/shared/spec/vectors.json").read_text())["hashes"]
+VECTORS = load_vectors()["hashes"]
 
 
 @pytest.mark.parametrize(("tag", "expected"), sorted(VECTORS["tag_hash"].items()))

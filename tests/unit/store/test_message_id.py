@@ -1,12 +1,10 @@
-import json
-from pathlib import Path
-
 import pytest
 
 from raftlog.store.errors import InvalidMessageIdError
 from raftlog.store.message_id import decode_message_id, encode_message_id, message_id_encoder
+from tests.support import load_vectors
 
-VECTOR = json.loads(Path("/work/shared/spec/vectors.json").read_text())["offset_message_id"]
+VECTOR = load_vectors()["offset_message_id"]
 
 
 def test_encode_matches_vector() -> None:
