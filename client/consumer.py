@@ -11,6 +11,9 @@ Rules this module keeps:
   position past it; ``commit`` stores the positions (the NEXT offset to consume) so a
   restarted consumer resumes after what it committed (at-least-once if you commit after
   processing).
+- Pulls ask for the stored records (``return_records``) and decode them here, so the serving
+  member does no per-message work; every record's CRCs are verified before a message is
+  returned (a corrupt one raises InternalError).
 - Every wait is bounded: ``poll(timeout_s)`` returns by its timeout (plus one RPC's slack), and
   iteration stops when ``stop()`` is called or ``max_idle_s`` passes without a message.
 """
@@ -23,8 +26,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from raftlog.client.connection import Connection
-from raftlog.client.errors import DeadlineExceededError, UnavailableError
-from raftlog.client.messages import Message
+from raftlog.client.errors import DeadlineExceededError, InternalError, UnavailableError
+from raftlog.client.messages import Message, messages_from_records
 from raftlog.client.retry import RetryPolicy
 from raftlog.proto import client_pb2
 
@@ -141,6 +144,7 @@ class Consumer:
             tags=self._tags,
             long_poll_timeout_ms=int(long_poll_s * 1000),
             consumer_group=self.group,
+            return_records=True,
         )
         # One attempt routed over the members: a retry loop here would hold up the poll.
         return self._connection.call(
@@ -194,7 +198,7 @@ class Consumer:
             return []
         status = response.status
         if status == client_pb2.PULL_STATUS_FOUND:
-            messages = [Message.from_proto(m) for m in response.messages]
+            messages = _messages_of(response)
             positions[queue_id] = response.next_queue_offset
             return messages
         if status in (
@@ -303,3 +307,16 @@ class Consumer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _messages_of(response: Any) -> list[Message]:
+    """A FOUND answer's messages: decoded from its records (a server that predates
+    ``return_records`` answers with StoredMessages instead, converted as they are)."""
+    if response.messages:
+        return [Message.from_proto(m) for m in response.messages]
+    messages = messages_from_records(response.records)
+    if len(messages) != response.record_count:
+        raise InternalError(
+            f"a Pull answer holds {len(messages)} records but says {response.record_count}"
+        )
+    return messages

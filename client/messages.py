@@ -8,11 +8,22 @@ protobuf message field by field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from raftlog.client.errors import InternalError
 from raftlog.proto import client_pb2
+from raftlog.store.errors import CorruptRecordError
+from raftlog.store.message_id import message_id_encoder
+from raftlog.store.record import (
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    decode_records,
+    split_keys,
+    unpack_address,
+)
 
 # Lower-case role and replication-state names, as the CLI prints them.
 ROLE_NAMES: dict[int, str] = {
@@ -36,8 +47,11 @@ def _host(host_port: Any) -> str:
     """``"ip:port"`` (IPv6 in brackets), or "" for an unset host."""
     if not host_port.ip:
         return ""
-    ip = f"[{host_port.ip}]" if ":" in host_port.ip else host_port.ip
-    return f"{ip}:{host_port.port}"
+    return _host_text(host_port.ip, host_port.port)
+
+
+def _host_text(ip: str, port: int) -> str:
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +142,92 @@ class Message:
             store_size_bytes=stored.store_size_bytes,
             body_crc=stored.body_crc,
         )
+
+
+def messages_from_records(records: bytes) -> list[Message]:
+    """The messages of a Pull answer's ``records`` (``return_records``: the stored records'
+    bytes), with every field ``Message.from_proto`` gives for the same message. Each record is
+    verified first (structure, body CRC, the ``__CRC32#`` trailer): a corrupt one raises
+    InternalError naming it, and no message of the answer is returned."""
+    try:
+        decoded = decode_records(records)
+    except CorruptRecordError as error:
+        raise InternalError(
+            f"a pulled record is corrupt, so none of this answer's messages is returned: {error}"
+        ) from None
+    # A batch has a few distinct hosts: each is converted (text, message id prefix) once.
+    hosts: dict[tuple[bytes, int], str] = {}
+    id_encoders: dict[tuple[bytes, int], Callable[[int], str]] = {}
+    messages: list[Message] = []
+    append = messages.append
+    for (
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        sys_flag,
+        born_timestamp_ms,
+        born_address,
+        born_port,
+        store_timestamp_ms,
+        store_address,
+        store_port,
+        reconsume_times,
+        prepared_transaction_offset,
+        size_bytes,
+        body_crc,
+        topic,
+        body,
+        all_properties,
+    ) in decoded:
+        born = (born_address, born_port)
+        born_host = hosts.get(born)
+        if born_host is None:
+            born_host = hosts[born] = _host_text(unpack_address(born_address), born_port)
+        store = (store_address, store_port)
+        encode_id = id_encoders.get(store)
+        if encode_id is None:
+            store_ip = unpack_address(store_address)
+            encode_id = id_encoders[store] = message_id_encoder((store_ip, store_port))
+            hosts[store] = _host_text(store_ip, store_port)
+        keys = tags = uniq_key = ""
+        properties: list[tuple[str, str]] = []
+        # The first value of each promoted property counts, as in StoredMessage.
+        for pair in all_properties:
+            name = pair[0]
+            if name == PROPERTY_TAGS:
+                tags = tags or pair[1]
+            elif name == PROPERTY_UNIQ_KEY:
+                uniq_key = uniq_key or pair[1]
+            elif name == PROPERTY_KEYS:
+                keys = keys or pair[1]
+            else:
+                properties.append(pair)
+        append(
+            Message(
+                topic,
+                queue_id,
+                queue_offset,
+                physical_offset,
+                encode_id(physical_offset),
+                body,
+                born_timestamp_ms,
+                store_timestamp_ms,
+                born_host,
+                hosts[store],
+                split_keys(keys) if keys else (),
+                tags,
+                uniq_key,
+                tuple(properties),
+                flag,
+                sys_flag,
+                reconsume_times,
+                prepared_transaction_offset,
+                size_bytes,
+                body_crc,
+            )
+        )
+    return messages
 
 
 @dataclass(frozen=True, slots=True)

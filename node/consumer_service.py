@@ -129,23 +129,55 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
         tags: frozenset[str] | None,
     ) -> client_pb2.PullResponse:
         queue_offset = request.queue_offset
+        if request.return_records:
+            raw = self._store.get_record_bytes(
+                request.topic,
+                request.queue_id,
+                queue_offset,
+                max_messages,
+                max_bytes,
+                tags,
+                self._limits.max_pull_units_scanned,
+            )
+            response = self._pull_response(
+                queue_offset,
+                raw.count,
+                raw.next_queue_offset,
+                raw.min_queue_offset,
+                raw.max_queue_offset,
+            )
+            if response.status == PullStatus.PULL_STATUS_FOUND:
+                response.records = raw.records
+                response.record_count = raw.count
+            return response
         first, records, next_queue_offset = self._read(
             request.topic, request.queue_id, queue_offset, max_messages, max_bytes, tags
         )
-        min_queue_offset, max_queue_offset = first.min_queue_offset, first.max_queue_offset
+        response = self._pull_response(
+            queue_offset,
+            len(records),
+            next_queue_offset,
+            first.min_queue_offset,
+            first.max_queue_offset,
+        )
+        if response.status == PullStatus.PULL_STATUS_FOUND:
+            response.messages.extend([stored_message(record) for record in records])
+        return response
+
+    @staticmethod
+    def _pull_response(
+        queue_offset: int,
+        found_count: int,
+        next_queue_offset: int,
+        min_queue_offset: int,
+        max_queue_offset: int,
+    ) -> client_pb2.PullResponse:
+        """The answer's status and offsets (client.proto PullStatus), without the messages."""
         if queue_offset < min_queue_offset:
-            status, records, next_queue_offset = (
-                PullStatus.PULL_STATUS_OFFSET_TOO_SMALL,
-                [],
-                min_queue_offset,
-            )
+            status, next_queue_offset = PullStatus.PULL_STATUS_OFFSET_TOO_SMALL, min_queue_offset
         elif queue_offset > max_queue_offset:
-            status, records, next_queue_offset = (
-                PullStatus.PULL_STATUS_OFFSET_TOO_LARGE,
-                [],
-                max_queue_offset,
-            )
-        elif records:
+            status, next_queue_offset = PullStatus.PULL_STATUS_OFFSET_TOO_LARGE, max_queue_offset
+        elif found_count:
             status = PullStatus.PULL_STATUS_FOUND
         elif next_queue_offset > queue_offset:
             status = PullStatus.PULL_STATUS_NO_MATCHED_MESSAGES
@@ -153,7 +185,6 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
             status, next_queue_offset = PullStatus.PULL_STATUS_NO_NEW_MESSAGES, queue_offset
         return client_pb2.PullResponse(
             status=status,
-            messages=[stored_message(record) for record in records],
             next_queue_offset=next_queue_offset,
             min_queue_offset=min_queue_offset,
             # The read may have seen messages dispatched after its bounds were taken.

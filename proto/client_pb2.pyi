@@ -178,7 +178,7 @@ class ProduceResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[ProduceResult, _Mapping]]] = ..., store_timestamp_ms: _Optional[int] = ..., duplicate: _Optional[bool] = ..., raft_index: _Optional[int] = ..., raft_term: _Optional[int] = ...) -> None: ...
 
 class PullRequest(_message.Message):
-    __slots__ = ("topic", "queue_id", "queue_offset", "max_messages", "max_bytes", "tags", "long_poll_timeout_ms", "consumer_group")
+    __slots__ = ("topic", "queue_id", "queue_offset", "max_messages", "max_bytes", "tags", "long_poll_timeout_ms", "consumer_group", "return_records")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -187,6 +187,7 @@ class PullRequest(_message.Message):
     TAGS_FIELD_NUMBER: _ClassVar[int]
     LONG_POLL_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    RETURN_RECORDS_FIELD_NUMBER: _ClassVar[int]
     topic: str
     queue_id: int
     queue_offset: int
@@ -195,21 +196,26 @@ class PullRequest(_message.Message):
     tags: _containers.RepeatedScalarFieldContainer[str]
     long_poll_timeout_ms: int
     consumer_group: str
-    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., tags: _Optional[_Iterable[str]] = ..., long_poll_timeout_ms: _Optional[int] = ..., consumer_group: _Optional[str] = ...) -> None: ...
+    return_records: bool
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., tags: _Optional[_Iterable[str]] = ..., long_poll_timeout_ms: _Optional[int] = ..., consumer_group: _Optional[str] = ..., return_records: _Optional[bool] = ...) -> None: ...
 
 class PullResponse(_message.Message):
-    __slots__ = ("status", "messages", "next_queue_offset", "min_queue_offset", "max_queue_offset")
+    __slots__ = ("status", "messages", "next_queue_offset", "min_queue_offset", "max_queue_offset", "records", "record_count")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     NEXT_QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MIN_QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MAX_QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
     status: PullStatus
     messages: _containers.RepeatedCompositeFieldContainer[StoredMessage]
     next_queue_offset: int
     min_queue_offset: int
     max_queue_offset: int
-    def __init__(self, status: _Optional[_Union[PullStatus, str]] = ..., messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., next_queue_offset: _Optional[int] = ..., min_queue_offset: _Optional[int] = ..., max_queue_offset: _Optional[int] = ...) -> None: ...
+    records: bytes
+    record_count: int
+    def __init__(self, status: _Optional[_Union[PullStatus, str]] = ..., messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., next_queue_offset: _Optional[int] = ..., min_queue_offset: _Optional[int] = ..., max_queue_offset: _Optional[int] = ..., records: _Optional[bytes] = ..., record_count: _Optional[int] = ...) -> None: ...
 
 class QueryByKeyRequest(_message.Message):
     __slots__ = ("topic", "key", "begin_timestamp_ms", "end_timestamp_ms", "max_messages")

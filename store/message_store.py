@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from raftlog.store.checkpoint import (
     Checkpoint,
@@ -156,6 +157,30 @@ class GetResult:
 
     def __len__(self) -> int:
         return len(self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBytes:
+    """Records read from one queue as stored (``get_record_bytes``): ``records`` holds
+    ``count`` records back to back in queue-offset order; the offsets are ``GetResult``'s."""
+
+    records: bytes
+    count: int
+    next_queue_offset: int
+    min_queue_offset: int
+    max_queue_offset: int
+
+
+# What one chunk of a queue read yields per chosen unit: a decoded record or its bytes.
+_Item = TypeVar("_Item", MessageRecord, memoryview)
+
+
+def _record_tags(record: MessageRecord) -> str:
+    return record.tags
+
+
+def _record_bytes_tags(record: memoryview) -> str:
+    return read_dispatch_info(record).tags
 
 
 # One record of a block to append: its topic/queue and its size in bytes.
@@ -645,17 +670,75 @@ class MessageStore:
         """Up to ``max_messages`` messages (and about ``max_bytes``; at least one) from
         ``queue_offset`` on. With ``tag``, only messages with exactly that tag: units are
         filtered by tag hash, then the real tag is re-checked (hashes collide)."""
+        tags = None if tag is None or tag == _ALL_TAGS else frozenset((tag,))
+        messages, next_queue_offset, min_queue_offset, max_queue_offset = self._read_queue(
+            topic,
+            queue_id,
+            queue_offset,
+            max_messages,
+            max_bytes,
+            tags,
+            _MAX_UNITS_SCANNED_PER_GET,
+            self._commit_log.read_records,
+            _record_tags,
+        )
+        return GetResult(messages, next_queue_offset, min_queue_offset, max_queue_offset)
+
+    def get_record_bytes(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        max_messages: int,
+        max_bytes: int,
+        tags: frozenset[str] | None = None,
+        max_units_scanned: int = _MAX_UNITS_SCANNED_PER_GET,
+    ) -> RecordBytes:
+        """What ``get_messages`` would return, as the records' stored bytes back to back (the
+        fast pull: no decoding, no CRC work here; the reader verifies). ``tags``: only
+        messages whose tag is one of these (hashes on the units, then the real tag). At most
+        ``max_units_scanned`` units are looked at."""
+        views, next_queue_offset, min_queue_offset, max_queue_offset = self._read_queue(
+            topic,
+            queue_id,
+            queue_offset,
+            max_messages,
+            max_bytes,
+            tags,
+            max_units_scanned,
+            self._commit_log.read_record_bytes,
+            _record_bytes_tags,
+        )
+        return RecordBytes(
+            b"".join(views), len(views), next_queue_offset, min_queue_offset, max_queue_offset
+        )
+
+    def _read_queue(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        max_messages: int,
+        max_bytes: int,
+        tags: frozenset[str] | None,
+        max_units_scanned: int,
+        read: Callable[[Sequence[tuple[int, int]]], list[_Item]],
+        tags_of: Callable[[_Item], str],
+    ) -> tuple[list[_Item], int, int, int]:
+        """(items ``read`` gave for the chosen units, the next queue offset, the queue's min
+        and max offsets). Units are chosen by tag hash, counted against the limits, and read
+        one chunk at a time; ``tags_of`` re-checks the real tag (hashes collide)."""
         queue = self._check_queue(topic, queue_id)
         if queue_offset < 0:
             raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
         min_queue_offset = self._first_live_queue_offset(queue)
         max_queue_offset = queue.max_queue_offset
-        wanted_hash = None if tag is None or tag == _ALL_TAGS else tag_hash(tag)
+        wanted_hashes = None if tags is None else frozenset(map(tag_hash, tags))
         next_queue_offset = max(queue_offset, min_queue_offset)
-        scan_end = min(max_queue_offset, next_queue_offset + _MAX_UNITS_SCANNED_PER_GET)
-        messages: list[MessageRecord] = []
+        scan_end = min(max_queue_offset, next_queue_offset + max_units_scanned)
+        found: list[_Item] = []
         size_bytes = 0
-        while next_queue_offset < scan_end and len(messages) < max_messages:
+        while next_queue_offset < scan_end and len(found) < max_messages:
             units = queue.read(
                 next_queue_offset, min(_UNITS_READ_PER_CHUNK, scan_end - next_queue_offset)
             )
@@ -663,27 +746,30 @@ class MessageStore:
                 break
             # Pick this chunk's candidates from the units alone, then read them in one batch.
             places: list[tuple[int, int]] = []
-            wanted = max_messages - len(messages)
-            for unit in units:
+            wanted = max_messages - len(found)
+            min_physical_offset = self._commit_log.min_offset
+            for physical_offset, unit_size_bytes, unit_tag_hash in units:
                 if (
-                    wanted_hash is not None and unit.tag_hash != wanted_hash
-                ) or unit.physical_offset < self._commit_log.min_offset:
+                    wanted_hashes is not None and unit_tag_hash not in wanted_hashes
+                ) or physical_offset < min_physical_offset:
                     # Another tag, or a record retention deleted since the read began.
                     next_queue_offset += 1
                     continue
-                if (messages or places) and size_bytes + unit.size_bytes > max_bytes:
+                if (found or places) and size_bytes + unit_size_bytes > max_bytes:
                     scan_end = next_queue_offset
                     break
-                places.append((unit.physical_offset, unit.size_bytes))
-                size_bytes += unit.size_bytes
+                places.append((physical_offset, unit_size_bytes))
+                size_bytes += unit_size_bytes
                 next_queue_offset += 1
                 if len(places) == wanted:
                     break
-            for record in self._commit_log.read_records(places):
-                if wanted_hash is not None and record.tags != tag:
-                    continue  # a tag-hash collision: its bytes still count against max_bytes
-                messages.append(record)
-        return GetResult(messages, next_queue_offset, min_queue_offset, max_queue_offset)
+            items = read(places)
+            if tags is None:
+                found += items
+            else:
+                # A tag-hash collision is dropped; its bytes still count against max_bytes.
+                found += [item for item in items if tags_of(item) in tags]
+        return found, next_queue_offset, min_queue_offset, max_queue_offset
 
     def query_by_key(
         self,

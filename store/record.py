@@ -178,7 +178,8 @@ def pack_address(address: str) -> bytes:
         raise ValueError(f"host address {address!r} is not an IPv4 or IPv6 address") from error
 
 
-def _unpack_address(packed: bytes) -> str:
+def unpack_address(packed: bytes) -> str:
+    """The text of a 4- or 16-byte packed address (inverse of ``pack_address``)."""
     if len(packed) == 4:
         return socket.inet_ntop(socket.AF_INET, packed)
     # ipaddress, not inet_ntop: glibc prints some IPv6 addresses in dotted IPv4 form.
@@ -469,6 +470,103 @@ def verify_record(
     return total_size
 
 
+# total_size, magic and physical_offset of a record, in one unpack (``check_record_place``).
+_RECORD_PLACE = struct.Struct(">iI20xq")
+
+
+def check_record_place(
+    buf: bytes | bytearray | memoryview, pos: int, size_bytes: int, physical_offset: int
+) -> None:
+    """Check that the record at ``pos`` is ``size_bytes`` long, has the message magic and names
+    ``physical_offset`` as its position (what a ConsumeQueue unit says of it): what a reader
+    that forwards record bytes undecoded checks (the fast pull; its client checks the CRCs)."""
+    if size_bytes < MIN_RECORD_SIZE_BYTES or len(buf) - pos < size_bytes:
+        raise CorruptRecordError(
+            f"record at physical offset {physical_offset}: {len(buf) - pos} bytes available, "
+            f"its unit says {size_bytes} (a record needs at least {MIN_RECORD_SIZE_BYTES})"
+        )
+    total_size, magic, stored_offset = _RECORD_PLACE.unpack_from(buf, pos)
+    if total_size != size_bytes or magic != MESSAGE_MAGIC or stored_offset != physical_offset:
+        raise CorruptRecordError(
+            f"record at physical offset {physical_offset}: total_size {total_size}, magic "
+            f"{magic:#010x}, physical_offset {stored_offset}; its unit says {size_bytes} bytes "
+            f"of magic {MESSAGE_MAGIC:#x} at {physical_offset}"
+        )
+
+
+class DecodedRecord(NamedTuple):
+    """One record of a batch as ``decode_records`` gives it: every field, hosts as their
+    packed bytes (``pack_address``) and port, CRCs verified, the trailer stripped."""
+
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    born_timestamp_ms: int
+    born_address: bytes
+    born_port: int
+    store_timestamp_ms: int
+    store_address: bytes
+    store_port: int
+    reconsume_times: int
+    prepared_transaction_offset: int
+    size_bytes: int
+    body_crc: int
+    topic: str
+    body: bytes
+    properties: tuple[tuple[str, str], ...]
+
+
+# DecodedRecord._make without its Python frame (this runs once per pulled message).
+_new_decoded_record = tuple.__new__
+
+
+def decode_records(buf: bytes | bytearray | memoryview) -> list[DecodedRecord]:
+    """Every record of ``buf`` (back to back, nothing else), each checked as
+    ``decode_record(..., require_record_crc=True)`` checks it: structure, body CRC and the
+    ``__CRC32#`` trailer. CorruptRecordError names the first bad record. The pull client's
+    decoder: one unpack and two CRCs per record, the topic decoded once per distinct value."""
+    records: list[DecodedRecord] = []
+    view = memoryview(buf)
+    topics: dict[bytes, str] = {}
+    position = 0
+    end = len(view)
+    while position < end:
+        try:
+            layout = _layout(view, position)
+            _check_crcs(view, position, layout, True)
+            fields, body_pos, topic_pos, topic_len, properties_pos, properties_len = layout
+            topic_bytes = bytes(view[topic_pos : topic_pos + topic_len])
+            topic = topics.get(topic_bytes)
+            if topic is None:
+                try:
+                    topic = topics[topic_bytes] = str(topic_bytes, "utf-8")
+                except UnicodeDecodeError as error:
+                    raise CorruptRecordError(
+                        f"record at {position}: topic is not UTF-8: {error}"
+                    ) from error
+            properties_end = properties_pos + properties_len - RECORD_CRC_TRAILER_BYTES
+            properties = decode_properties(view[properties_pos:properties_end])
+        except CorruptRecordError as error:
+            raise CorruptRecordError(f"record {len(records)}: {error}") from error
+        records.append(
+            _new_decoded_record(
+                DecodedRecord,
+                (
+                    *fields[3:16],
+                    fields[0],
+                    fields[2],
+                    topic,
+                    bytes(view[body_pos : body_pos + fields[16]]),
+                    properties,
+                ),
+            )
+        )
+        position += fields[0]
+    return records
+
+
 class BlockRecord(NamedTuple):
     """What the store checks of one record of a pre-encoded block (``verify_block``)."""
 
@@ -536,9 +634,9 @@ def decode_record(
         physical_offset=fields[6],
         sys_flag=fields[7],
         born_timestamp_ms=fields[8],
-        born_host=(_unpack_address(fields[9]), fields[10]),
+        born_host=(unpack_address(fields[9]), fields[10]),
         store_timestamp_ms=fields[11],
-        store_host=(_unpack_address(fields[12]), fields[13]),
+        store_host=(unpack_address(fields[12]), fields[13]),
         reconsume_times=fields[14],
         prepared_transaction_offset=fields[15],
         body=bytes(buf[body_pos : body_pos + fields[16]]),
