@@ -1,0 +1,68 @@
+"""The client's decoding of a fast Pull's ``records``: every message equals what the original
+form (a StoredMessage built by the server, ``node.wire.stored_message``) gives, hosts and
+message ids included (IPv4 and IPv6); a corrupt record is refused with a clear error and no
+message of the answer is handed over."""
+
+import pytest
+
+from raftlog.client.errors import InternalError, RaftlogError
+from raftlog.client.messages import Message, messages_from_records
+from raftlog.node.wire import stored_message
+from raftlog.store.record import decode_record, encode_record
+from tests.support import make_record
+
+RECORDS = [
+    make_record(
+        topic="orders",
+        queue_offset=4,
+        physical_offset=1000,
+        body=b"first",
+        properties=(("TAGS", "red"), ("UNIQ_KEY", "U-1"), ("KEYS", "k1  k2"), ("origin", "t")),
+        flag=3,
+    ),
+    make_record(
+        topic="orders",
+        queue_offset=5,
+        physical_offset=2000,
+        body=b"x" * 1024,
+        born_host=("::ffff:10.0.0.1", 6000),
+        store_host=("2001:db8::7", 10911),
+        sys_flag=0x2,
+        reconsume_times=1,
+        prepared_transaction_offset=42,
+    ),
+    make_record(
+        topic="orders",
+        queue_offset=6,
+        physical_offset=3000,
+        body=b"",
+        store_host=("10.1.2.3", 7702),
+        properties=(("a", ""), ("TAGS", "blue")),
+    ),
+]
+
+
+def test_decoded_messages_equal_the_original_forms() -> None:
+    encoded = [encode_record(record) for record in RECORDS]
+    expected = [Message.from_proto(stored_message(decode_record(e))) for e in encoded]
+    assert messages_from_records(b"".join(encoded)) == expected
+    assert expected[0].msg_id.endswith(f"{1000:016X}")
+    assert expected[1].store_host == "[2001:db8::7]:10911"
+    assert messages_from_records(b"") == []
+
+
+def test_a_corrupt_record_is_refused_and_none_is_returned() -> None:
+    encoded = [bytearray(encode_record(record)) for record in RECORDS]
+    encoded[1][200] ^= 0x10  # a body byte of the second record
+    with pytest.raises(InternalError) as raised:
+        messages_from_records(b"".join(encoded))
+    message = str(raised.value)
+    assert "corrupt" in message and "record 1" in message and "body CRC" in message
+    assert isinstance(raised.value, RaftlogError)
+
+
+def test_a_damaged_header_byte_is_caught_by_the_record_crc() -> None:
+    encoded = bytearray(encode_record(RECORDS[0]))
+    encoded[25] ^= 0x01  # queue_offset: every length still agrees, the body CRC too
+    with pytest.raises(InternalError, match="record CRC"):
+        messages_from_records(bytes(encoded))
