@@ -98,3 +98,11 @@ CHAOS_SEED ?= 1
 .PHONY: chaos
 chaos: $(STAMP)
 	$(RAFTLOG) chaos run --target local --duration 120s --faults kill,pause,partition --seed $(CHAOS_SEED)
+
+## make bench: raftlog side by side with NATS JetStream on the same workloads (bench/compare.py;
+## fetches nats-server if missing; about 10 minutes). Table on stdout; JSON and PNG chart in
+## bench-results/. CI's smoke: `$(RAFTLOG) bench compare --quick`.
+.PHONY: bench
+bench: $(STAMP)
+	mkdir -p bench-results
+	$(RAFTLOG) bench compare --json bench-results/compare.json --chart bench-results/compare.png

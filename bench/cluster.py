@@ -37,6 +37,7 @@ Rules this module keeps:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -45,7 +46,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -114,18 +115,20 @@ class Budgets:
     warm_up: Budget
 
 
-def _topic(body_bytes: int) -> str:
+def topic_name(body_bytes: int) -> str:
     return f"bench-{body_bytes}b"
 
 
-def _request(body_bytes: int, batch_size: int, first: int) -> Any:
+def build_request(
+    topic: str, body_bytes: int, batch_size: int, first: int, queue_count: int = QUEUE_COUNT
+) -> Any:
     """One ProduceRequest of ``batch_size`` messages spread round robin over the queues."""
     body = b"x" * body_bytes
     return client_pb2.ProduceRequest(
-        topic=_topic(body_bytes),
+        topic=topic,
         messages=[
             client_pb2.ProduceMessage(
-                queue_id=(first + i) % QUEUE_COUNT,
+                queue_id=(first + i) % queue_count,
                 tags="bench",
                 uniq_key=uuid.uuid4().hex.upper(),
                 body=body,
@@ -135,8 +138,12 @@ def _request(body_bytes: int, batch_size: int, first: int) -> Any:
     )
 
 
-def _request_pool(body_bytes: int, batch_size: int) -> list[Any]:
-    return [_request(body_bytes, batch_size, i * batch_size) for i in range(REQUEST_POOL_SIZE)]
+def request_pool(body_bytes: int, batch_size: int) -> list[Any]:
+    topic = topic_name(body_bytes)
+    return [
+        build_request(topic, body_bytes, batch_size, i * batch_size)
+        for i in range(REQUEST_POOL_SIZE)
+    ]
 
 
 def _rpc_failure(error: grpc.RpcError) -> BenchError:
@@ -198,7 +205,7 @@ def measure_produce(
     stub: Any, durability: str, body_bytes: int, batch_size: int, window: int, budget: Budget
 ) -> Measurement:
     messages, seconds = produce_windowed(
-        stub, _request_pool(body_bytes, batch_size), batch_size, window, budget
+        stub, request_pool(body_bytes, batch_size), batch_size, window, budget
     )
     return Measurement(
         "produce",
@@ -214,7 +221,7 @@ def measure_produce(
     )
 
 
-def _percentile_ms(sorted_s: Sequence[float], fraction: float) -> float:
+def percentile_ms(sorted_s: Sequence[float], fraction: float) -> float:
     if not sorted_s:
         return 0.0
     index = min(len(sorted_s) - 1, round(fraction * (len(sorted_s) - 1)))
@@ -238,7 +245,7 @@ def _timed_calls(send: Callable[[int], None], budget: Budget) -> tuple[list[floa
 def measure_latency_stub(
     stub: Any, durability: str, body_bytes: int, budget: Budget
 ) -> Measurement:
-    requests = _request_pool(body_bytes, 1)
+    requests = request_pool(body_bytes, 1)
 
     def send(i: int) -> None:
         try:
@@ -256,7 +263,7 @@ def measure_latency_producer(
     """The typed client's ``send``: idempotent by default, one sender thread, a fresh UUID
     key per message; its connection finds the leader by redirect before the timed loop."""
     body = b"x" * body_bytes
-    topic = _topic(body_bytes)
+    topic = topic_name(body_bytes)
     with Producer(list(addresses), timeout_s=RPC_TIMEOUT_S) as producer:
         producer.send(topic, body, tags="bench", queue_id=0)  # learn the leader, untimed
 
@@ -281,8 +288,8 @@ def _latency_row(
         },
         len(samples_s),
         seconds,
-        latency_p50_ms=_percentile_ms(samples_s, 0.50),
-        latency_p99_ms=_percentile_ms(samples_s, 0.99),
+        latency_p50_ms=percentile_ms(samples_s, 0.50),
+        latency_p99_ms=percentile_ms(samples_s, 0.99),
     )
 
 
@@ -290,17 +297,17 @@ class _PullDone(Exception):
     """Raised inside the pull loop once every queue has been read to its end."""
 
 
-def _queue_bounds(admin: Admin, topic: str, address: str) -> dict[int, tuple[int, int]]:
+def queue_bounds(admin: Admin, topic: str, address: str) -> dict[int, tuple[int, int]]:
     described = admin.describe_topic(topic, address=address)
     return {q.queue_id: (q.min_queue_offset, q.max_queue_offset) for q in described.queues}
 
 
 def wait_caught_up(admin: Admin, topic: str, leader: str, follower: str) -> None:
     """Wait (bounded) until ``follower`` has dispatched every message the leader has."""
-    wanted = _queue_bounds(admin, topic, leader)
+    wanted = queue_bounds(admin, topic, leader)
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
     for _ in range(int(CATCH_UP_TIMEOUT_S / 0.05) + 1):
-        if _queue_bounds(admin, topic, follower) == wanted:
+        if queue_bounds(admin, topic, follower) == wanted:
             return
         if time.monotonic() >= deadline:
             break
@@ -318,7 +325,7 @@ def measure_pull(
 ) -> Measurement:
     """Read every queue from its first to its last offset, one queue after another."""
     stub = CONSUMER_STUB(channel)
-    topic = _topic(body_bytes)
+    topic = topic_name(body_bytes)
     # (queue_id, next offset, end offset) per queue still to read, in queue order.
     pending = [(q, first, end) for q, (first, end) in sorted(bounds.items()) if end > first]
     total = sum(end - first for _, first, end in pending)
@@ -365,18 +372,36 @@ def measure_pull(
     )
 
 
-def run_cluster(
-    durability: str, root: str, budgets: Budgets, cluster_info: list[dict[str, object]]
-) -> list[Measurement]:
-    """Start a fresh 3-node cluster in ``durability`` mode, measure, and always stop it."""
+@contextlib.contextmanager
+def running_cluster(durability: str, root: str) -> Iterator[tuple[LocalCluster, str]]:
+    """A fresh 3-node cluster in ``durability`` mode under a new directory in ``root``, and
+    its leader's address; always stopped and its data removed on the way out."""
     base_dir = tempfile.mkdtemp(prefix=f"cluster-{durability}-", dir=root)
     cluster = LocalCluster(base_dir, node_count=3, base_port=0, durability=durability)
-    measurements: list[Measurement] = []
     try:
         cluster.start(CLUSTER_START_TIMEOUT_S)
         leader = cluster.leader_address()
         if leader is None:
             raise BenchError("the cluster elected no leader")
+        yield cluster, leader
+    finally:
+        cluster.stop(timeout_s=15)
+        shutil.rmtree(base_dir, ignore_errors=True)
+
+
+def prepare_topics(admin: Admin, producer_stub: Any, warm_up: Budget) -> None:
+    """Create one topic per body size, then send unmeasured batches within ``warm_up``."""
+    for body_bytes in BODY_SIZES_BYTES:
+        admin.create_topic(topic_name(body_bytes), QUEUE_COUNT)
+    produce_windowed(producer_stub, request_pool(100, 16), 16, 4, warm_up)
+
+
+def run_cluster(
+    durability: str, root: str, budgets: Budgets, cluster_info: list[dict[str, object]]
+) -> list[Measurement]:
+    """Start a fresh 3-node cluster in ``durability`` mode, measure, and always stop it."""
+    measurements: list[Measurement] = []
+    with running_cluster(durability, root) as (cluster, leader):
         follower = next(a for a in cluster.addresses if a != leader)
         cluster_info.append(
             {
@@ -394,10 +419,8 @@ def run_cluster(
             grpc.insecure_channel(leader, options=CHANNEL_OPTIONS) as leader_channel,
             grpc.insecure_channel(follower, options=CHANNEL_OPTIONS) as follower_channel,
         ):
-            for body_bytes in BODY_SIZES_BYTES:
-                admin.create_topic(_topic(body_bytes), QUEUE_COUNT)
             producer_stub = PRODUCER_STUB(leader_channel)
-            produce_windowed(producer_stub, _request_pool(100, 16), 16, 4, budgets.warm_up)
+            prepare_topics(admin, producer_stub, budgets.warm_up)
             for body_bytes in BODY_SIZES_BYTES:
                 for batch_size in BATCH_SIZES:
                     for window in WINDOWS:
@@ -420,16 +443,13 @@ def run_cluster(
                     _progress(row)
                     measurements.append(row)
             for body_bytes in BODY_SIZES_BYTES:
-                topic = _topic(body_bytes)
+                topic = topic_name(body_bytes)
                 wait_caught_up(admin, topic, leader, follower)
-                bounds = _queue_bounds(admin, topic, leader)
+                bounds = queue_bounds(admin, topic, leader)
                 for role, channel in (("leader", leader_channel), ("follower", follower_channel)):
                     row = measure_pull(channel, bounds, durability, body_bytes, role, budgets.pull)
                     _progress(row)
                     measurements.append(row)
-    finally:
-        cluster.stop(timeout_s=15)
-        shutil.rmtree(base_dir, ignore_errors=True)
     return measurements
 
 

@@ -1,0 +1,112 @@
+"""Smoke tests of the side-by-side bench (``raftlog bench compare --quick``): each system's
+side runs end to end against real local servers and reports every figure with a positive
+value. They check that the bench works, not how fast anything is.
+
+The NATS side needs nats-server: the test installs it through the bench's own installer
+(Debian's package) and is skipped, saying why, when that is impossible on this machine."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(importlib.util.find_spec("nats") is None, reason="nats-py is not installed"),
+]
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _figures(report: dict[str, object], system: str) -> dict[tuple[object, ...], float]:
+    figures = report["figures"]
+    assert isinstance(figures, list)
+    return {
+        (f["figure"], f["durability"], f["body_bytes"], f["queue_count"]): f[system]
+        for f in figures
+        if f[system] is not None
+    }
+
+
+def _both_systems_figures() -> set[tuple[object, ...]]:
+    """The figures both systems report in a --quick run (the fsync pairing only)."""
+    from raftlog.bench import compare
+
+    expected: set[tuple[object, ...]] = {
+        (name, "fsync", body, None)
+        for name in ("produce", "latency-p50", "latency-p99", "consume")
+        for body in compare.BODY_SIZES_BYTES
+    }
+    return expected | {("failover", "fsync", compare.FAILOVER_BODY_BYTES, None)}
+
+
+def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
+    from raftlog.bench import compare
+
+    report_path = tmp_path / "compare.json"
+    chart_path = tmp_path / "compare.png"
+    code = compare.main(
+        [
+            "--quick",
+            "--systems",
+            "raftlog",
+            "--json",
+            str(report_path),
+            "--chart",
+            str(chart_path),
+            "--dir",
+            str(tmp_path / "data"),
+        ]
+    )
+    assert code == 0
+    report = json.loads(report_path.read_text())
+    assert report["bench"] == "compare"
+    figures = _figures(report, "raftlog")
+    expected = _both_systems_figures()
+    expected |= {
+        ("queues", "fsync", compare.QUEUE_BODY_BYTES, n) for n in compare.QUICK_QUEUE_COUNTS
+    }
+    assert set(figures) == expected
+    assert all(value > 0 for value in figures.values()), figures
+    assert not _figures(report, "nats"), "NATS was not asked for"
+    targets = {t["target"] for t in report["targets"]}
+    assert "failover median <= 1 s" in targets
+    assert report["versions"]["nats-server"] == "not used"
+    assert chart_path.read_bytes().startswith(PNG_SIGNATURE)
+    assert not any((tmp_path / "data").iterdir()), "the bench removes its clusters' data"
+
+
+def test_quick_compare_nats_side(tmp_path: Path) -> None:
+    from raftlog.bench import compare
+    from raftlog.bench.nats_install import NatsUnavailable, system_nats
+
+    try:
+        binary = system_nats()
+    except NatsUnavailable as error:
+        pytest.skip(f"nats-server cannot be installed here: {error}")
+    report_path = tmp_path / "compare.json"
+    code = compare.main(
+        [
+            "--quick",
+            "--systems",
+            "nats",
+            "--nats",
+            "system",
+            "--json",
+            str(report_path),
+            "--dir",
+            str(tmp_path / "data"),
+        ]
+    )
+    assert code == 0
+    report = json.loads(report_path.read_text())
+    figures = _figures(report, "nats")
+    assert set(figures) == _both_systems_figures()
+    assert all(value > 0 for value in figures.values()), figures
+    assert report["versions"]["nats-server"] == binary.version
+    if not binary.has_sync_interval:
+        assert any("sync_interval" in w for w in report["warnings"]), report["warnings"]
+    assert not any((tmp_path / "data").iterdir()), "the bench removes its servers' data"
