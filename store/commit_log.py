@@ -60,7 +60,7 @@ from raftlog.store.record import (
     BLANK_SIZE_BYTES,
     MESSAGE_MAGIC,
     MessageRecord,
-    check_record_place,
+    cut_records,
     decode_record,
     encode_blank,
     read_store_timestamp_ms,
@@ -469,17 +469,14 @@ class CommitLog:
     def read_record_bytes(self, places: Sequence[tuple[int, int]]) -> list[memoryview]:
         """The bytes of the records at ``places`` (as ``read_records`` takes them), undecoded:
         the fast pull path, whose client verifies the CRCs. Each record is checked for its
-        size, magic and physical_offset field (``check_record_place``), so a stale or damaged
+        size, magic and physical_offset field (``cut_records``), so a stale or damaged
         unit never passes another record off as its own. Read with as few preads as
         ``read_records``."""
         views: list[memoryview] = []
         for data, first_offset, run in self._read_runs(places):
             if data is None:
                 data = memoryview(self.read(first_offset, run[0][1]))
-            for offset, size in run:
-                relative = offset - first_offset
-                check_record_place(data, relative, size, offset)
-                views.append(data[relative : relative + size])
+            views += cut_records(data, first_offset, run)
         return views
 
     def _read_runs(

@@ -48,8 +48,9 @@ import re
 import socket
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from raftlog.store.errors import CorruptRecordError
 
@@ -470,28 +471,47 @@ def verify_record(
     return total_size
 
 
-# total_size, magic and physical_offset of a record, in one unpack (``check_record_place``).
+# total_size, magic and physical_offset of a record, in one unpack (``cut_records``).
 _RECORD_PLACE = struct.Struct(">iI20xq")
 
 
-def check_record_place(
-    buf: bytes | bytearray | memoryview, pos: int, size_bytes: int, physical_offset: int
-) -> None:
-    """Check that the record at ``pos`` is ``size_bytes`` long, has the message magic and names
-    ``physical_offset`` as its position (what a ConsumeQueue unit says of it): what a reader
-    that forwards record bytes undecoded checks (the fast pull; its client checks the CRCs)."""
-    if size_bytes < MIN_RECORD_SIZE_BYTES or len(buf) - pos < size_bytes:
+def cut_records(
+    data: memoryview, data_offset: int, places: Sequence[tuple[int, int]]
+) -> list[memoryview]:
+    """The records at ``places`` (``(physical_offset, size_bytes)``, as ConsumeQueue units say)
+    cut out of ``data``, which holds the log from physical offset ``data_offset``. Each must be
+    ``size_bytes`` long, carry the message magic and name its own physical offset, or
+    CorruptRecordError is raised: what a reader that forwards record bytes undecoded checks
+    (the fast pull; its client checks the CRCs). One unpack per record, no decoding."""
+    unpack = _RECORD_PLACE.unpack_from
+    available = len(data)
+    views: list[memoryview] = []
+    for physical_offset, size_bytes in places:
+        pos = physical_offset - data_offset
+        if (
+            size_bytes < MIN_RECORD_SIZE_BYTES
+            or pos < 0
+            or pos + size_bytes > available
+            or unpack(data, pos) != (size_bytes, MESSAGE_MAGIC, physical_offset)
+        ):
+            _refuse_place(data, pos, size_bytes, physical_offset)
+        views.append(data[pos : pos + size_bytes])
+    return views
+
+
+def _refuse_place(data: memoryview, pos: int, size_bytes: int, physical_offset: int) -> NoReturn:
+    where = f"record at physical offset {physical_offset}"
+    if size_bytes < MIN_RECORD_SIZE_BYTES or pos < 0 or pos + size_bytes > len(data):
         raise CorruptRecordError(
-            f"record at physical offset {physical_offset}: {len(buf) - pos} bytes available, "
-            f"its unit says {size_bytes} (a record needs at least {MIN_RECORD_SIZE_BYTES})"
+            f"{where}: its unit says {size_bytes} bytes, {max(0, len(data) - pos)} were read "
+            f"(a record needs at least {MIN_RECORD_SIZE_BYTES})"
         )
-    total_size, magic, stored_offset = _RECORD_PLACE.unpack_from(buf, pos)
-    if total_size != size_bytes or magic != MESSAGE_MAGIC or stored_offset != physical_offset:
-        raise CorruptRecordError(
-            f"record at physical offset {physical_offset}: total_size {total_size}, magic "
-            f"{magic:#010x}, physical_offset {stored_offset}; its unit says {size_bytes} bytes "
-            f"of magic {MESSAGE_MAGIC:#x} at {physical_offset}"
-        )
+    total_size, magic, stored_offset = _RECORD_PLACE.unpack_from(data, pos)
+    raise CorruptRecordError(
+        f"{where}: total_size {total_size}, magic {magic:#010x}, physical_offset "
+        f"{stored_offset}; its unit says {size_bytes} bytes of magic {MESSAGE_MAGIC:#x} at "
+        f"{physical_offset}"
+    )
 
 
 class DecodedRecord(NamedTuple):

@@ -13,7 +13,7 @@ from raftlog.store.message_store import Message, MessageStore
 from raftlog.store.record import (
     DecodedRecord,
     MessageRecord,
-    check_record_place,
+    cut_records,
     decode_record,
     decode_records,
     encode_record,
@@ -187,14 +187,17 @@ def test_decode_records_refuses_a_truncated_batch_and_a_record_without_its_trail
         decode_records(encode_record(RECORDS[0], record_crc=False))
 
 
-def test_check_record_place_names_what_disagrees() -> None:
-    record = encode_record(RECORDS[1])
-    check_record_place(record, 0, len(record), 500)
-    for size, offset, mentions in (
-        (len(record) - 1, 500, "total_size"),
-        (len(record), 501, "physical_offset 500"),
-        (len(record) + 1, 500, "bytes available"),
-        (3, 500, "at least"),
+def test_cut_records_names_what_disagrees_with_the_unit() -> None:
+    record = encode_record(RECORDS[1])  # physical_offset 500
+    data = memoryview(b"\0" * 100 + record + b"\0" * 8)
+    (cut,) = cut_records(data, 400, [(500, len(record))])
+    assert cut == record
+    for data_offset, offset, size, mentions in (
+        (400, 500, len(record) - 1, "total_size"),
+        (401, 501, len(record), "physical_offset 500"),  # it lies elsewhere than it says
+        (400, 500, len(record) + 9, "were read"),
+        (400, 500, 3, "at least"),
+        (400, 399, len(record), "were read"),
     ):
         with pytest.raises(CorruptRecordError, match=mentions):
-            check_record_place(record, 0, size, offset)
+            cut_records(data, data_offset, [(offset, size)])
