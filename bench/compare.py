@@ -16,8 +16,8 @@ pre-built batches, several (batch, window) settings; NATS: bench/nats_workloads.
 ``publish_async`` at several windows, clients on the stream leader):
 1. ``produce``: acknowledged produce throughput; the best setting's median is the figure.
 2. ``latency-p50`` / ``latency-p99``: single-message synchronous produce, one in flight.
-3. ``consume``: reading back what was stored (raftlog pull from the leader, NATS pull consumer
-   ``fetch(1024)``).
+3. ``consume``: reading back what was stored, 1,024 messages per request (raftlog: the typed
+   ``Consumer`` on the leader, its fast Pull form; NATS: a pull consumer, ``fetch(1024)``).
 4. ``failover`` (fsync pairing): SIGKILL the leader under load, seconds to the first ack of a
    send invoked after the kill; several runs per round, the median over all.
 5. ``queues`` (raftlog only, fsync): produce throughput over 1, 1,000 and 10,000 queues.
@@ -42,6 +42,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -55,7 +56,6 @@ from raftlog.bench.cluster import (
     BenchError,
     measure_latency_stub,
     measure_produce,
-    measure_pull,
     percentile_ms,
     prepare_topics,
     queue_bounds,
@@ -68,6 +68,7 @@ from raftlog.bench.nats_install import NatsBinary, NatsUnavailable, best_nats, s
 from raftlog.bench.raftlog_failover import measure_failover
 from raftlog.bench.report import Budget, write_json_report
 from raftlog.client.admin import Admin
+from raftlog.client.consumer import Consumer
 from raftlog.client.errors import RaftlogError
 from raftlog.node.local_cluster import ClusterError
 
@@ -77,7 +78,9 @@ DURABILITY_MODES = ("fsync", "write")
 RAFTLOG_PRODUCE_SETTINGS = ((64, 16), (256, 4), (256, 16), (256, 64))
 # Outstanding acks; PEERS.md found NATS flat from 64 up.
 NATS_WINDOWS = (64, 256, 1024)
+# Messages per fetch/poll, both systems (raftlog's server caps a pull at 1,024).
 FETCH_BATCH = 1024
+CONSUME_POLL_S = 1.0
 FAILOVER_BODY_BYTES = 100
 QUEUE_COUNTS = (1, 1_000, 10_000)
 QUICK_QUEUE_COUNTS = (1, 10, 100)
@@ -181,6 +184,28 @@ class Round:
         )
 
 
+def _raftlog_consume(address: str, topic: str, stored: int, budget: Budget) -> tuple[int, float]:
+    """The typed ``Consumer`` reading ``topic`` from its start on the leader (its fast Pull
+    form: stored records' bytes, verified and decoded in the client, as nats-py decodes each
+    message) until ``stored`` messages or the budget; (messages read, seconds)."""
+    limit = min(stored, budget.max_count)
+    read = 0
+    consumer = Consumer(
+        address, group="bench-compare", topic=topic, from_beginning=True, max_messages=FETCH_BATCH
+    )
+    try:
+        start = time.perf_counter()
+        deadline = start + budget.max_seconds
+        while read < limit and time.perf_counter() < deadline:
+            count = len(consumer.poll(timeout_s=CONSUME_POLL_S))
+            if count == 0:
+                raise BenchError(f"Consumer.poll on {topic} returned nothing after {read}")
+            read += count
+        return read, time.perf_counter() - start
+    finally:
+        consumer.close()
+
+
 def _raftlog_round(turn: Round) -> None:
     plan = turn.plan
     with (
@@ -200,10 +225,12 @@ def _raftlog_round(turn: Round) -> None:
             turn.add("raftlog", "latency-p50", body, setting, row.latency_p50_ms or 0.0, "ms")
             turn.add("raftlog", "latency-p99", body, setting, row.latency_p99_ms or 0.0, "ms")
         for body in BODY_SIZES_BYTES:
-            bounds = queue_bounds(admin, topic_name(body), leader)
-            row = measure_pull(channel, bounds, turn.durability, body, "leader", plan.consume)
-            setting = {"max_messages": row.params["max_messages"], "messages": row.messages}
-            turn.add("raftlog", "consume", body, setting, row.msgs_per_s, "msgs/s")
+            stored = sum(
+                end - first for first, end in queue_bounds(admin, topic_name(body), leader).values()
+            )
+            messages, seconds = _raftlog_consume(leader, topic_name(body), stored, plan.consume)
+            setting = {"client": "Consumer", "max_messages": FETCH_BATCH, "messages": messages}
+            turn.add("raftlog", "consume", body, setting, messages / seconds, "msgs/s")
         for _ in range(plan.failover_runs if turn.failover else 0):
             seconds = measure_failover(cluster, FAILOVER_BODY_BYTES)
             turn.add("raftlog", "failover", FAILOVER_BODY_BYTES, {}, seconds, "s")
