@@ -384,7 +384,9 @@ class RaftLogStorage:
     def append(self, entries: Sequence[Entry]) -> None:
         """Append, replacing any stored entry at or after ``entries[0].index`` (Ready step 1).
         Durable at the next ``sync``. ValueError (nothing written) when an entry's records
-        do not name the physical offsets the entry gets."""
+        do not name the physical offsets the entry gets. Call it before ``set_hard_state`` of
+        the same Ready: that commit index may cover the entries replacing a stale tail here,
+        and replacing entries at or below the commit index held is refused."""
         if not entries:
             return
         first_new_index = entries[0].index

@@ -445,10 +445,14 @@ class Replica:
                 self._track_snapshots(messages)
             if ready.snapshot is not None:
                 self._install_snapshot(ready.snapshot)
-            if ready.hard_state is not None:
-                raft_log.set_hard_state(ready.hard_state)
+            # Entries before the hard state (as etcd's WAL, and the simulation's driver): the
+            # Ready's commit index may already cover entries that replace a conflicting
+            # uncommitted tail in this same Ready, and the log refuses to truncate at or
+            # below the commit index it holds.
             if ready.entries:
                 raft_log.append(ready.entries)
+            if ready.hard_state is not None:
+                raft_log.set_hard_state(ready.hard_state)
             if ready.must_sync:
                 raft_log.sync(flush_entries=self._settings.fsync_before_ack)
             if messages:
