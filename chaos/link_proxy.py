@@ -180,7 +180,9 @@ class LinkProxy:
                     connection.closed.wait(_WAIT_S)
                     continue
                 readable, _, _ = select.select([source], [], [], _WAIT_S)
-                if not readable:
+                # Look again: the link may have been blackholed during the wait, and what
+                # arrived since must stay in the kernel.
+                if not readable or self.mode == "blackhole":
                     continue
                 data = source.recv(_CHUNK_BYTES)
                 if not data:
