@@ -109,6 +109,7 @@ class Node:
             RaftPeerService(
                 config.cluster_id,
                 self.replica.deliver,
+                self.replica.report_peer_gone,
                 SegmentSource(self.store.commit_log, self.replica.end_of_entry).fetch,
             ),
             limits,

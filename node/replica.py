@@ -249,6 +249,16 @@ class Replica:
     def report_unreachable(self, peer_id: str) -> None:
         self._inbox.put(lambda: self._node.report_unreachable(peer_id))
 
+    def report_peer_gone(self, peer_id: str) -> None:
+        """``peer_id``'s stream to this node ended (its process ended): if it led us,
+        campaign within a few ticks instead of an election timeout (raft forget_leader)."""
+        self._inbox.put(lambda: self._forget_leader(peer_id))
+
+    def _forget_leader(self, peer_id: str) -> None:
+        if self._node.leader == peer_id and self._node.role is Role.FOLLOWER:
+            _log.info("the stream from leader %s ended: campaigning within a few ticks", peer_id)
+        self._node.forget_leader(peer_id)
+
     def _step(self, messages: Sequence[Message]) -> None:
         node_id = self._settings.node_id
         now = time.monotonic()

@@ -784,6 +784,23 @@ class Raft:
         if progress is not None and progress.state == ProgressState.REPLICATE:
             progress.become_probe()
 
+    def forget_leader(self, node_id: NodeId) -> None:
+        """The application knows ``node_id`` is gone (its process ended): a follower led by
+        it forgets it, so it grants (pre-)votes at once instead of after the lease, and
+        campaigns within a few ticks instead of a whole election timeout. The survivors
+        take turns by node id (1, 1 + heartbeat_ticks, 1 + 2 x heartbeat_ticks ... ticks), so
+        they do not split the vote by campaigning together. Liveness only: terms, votes and
+        logs are untouched, and a message from the leader restores it."""
+        if self.role != Role.FOLLOWER or self.leader != node_id:
+            return
+        self.leader = None
+        survivors = sorted(voter for voter in self.voters if voter != node_id)
+        rank = survivors.index(self.id) if self.id in survivors else len(survivors)
+        ticks_left = 1 + rank * self.config.heartbeat_ticks
+        self.election_elapsed_ticks = max(
+            self.election_elapsed_ticks, self.randomized_election_ticks - ticks_left
+        )
+
     def report_snapshot(self, node_id: NodeId, success: bool) -> None:
         progress = self.progress.get(node_id) if self.role == Role.LEADER else None
         if progress is None or progress.state != ProgressState.SNAPSHOT:

@@ -115,6 +115,13 @@ class RawNode:
         """The transport failed to reach ``node_id``: stop streaming to it and probe again."""
         self._raft.report_unreachable(node_id)
 
+    def forget_leader(self, node_id: NodeId) -> None:
+        """``node_id`` is known to be gone (its process ended, not merely slow): if it leads
+        this follower, forget it and campaign within a few ticks instead of an election
+        timeout (etcd's ForgetLeader). With pre-vote and check-quorum, a new leader is then
+        elected once a majority has forgotten the old one."""
+        self._raft.forget_leader(node_id)
+
     def report_snapshot(self, node_id: NodeId, success: bool) -> None:
         """The outcome of a SNAPSHOT message to ``node_id``. The caller must report every
         SNAPSHOT it was handed, including one it dropped (``success=False``): until then, or

@@ -114,6 +114,19 @@ class Cluster:
         self.checker.forget_node(node_id)
         self.history.record(self.clock.now_tick, "crash", node_id, unsynced, survived)
         self.checker.observe_durable(node_id, driver.disk.synced)
+        self._report_process_gone(node_id)
+
+    def _report_process_gone(self, node_id: NodeId) -> None:
+        """A crashed process closes its connections: every live node it can still reach sees
+        its stream end and tells its core (node/peer_service.py does this for real)."""
+        for other_id in self.up_nodes():
+            if self.network.is_blocked(node_id, other_id):
+                continue
+            other = self.drivers[other_id]
+            assert other.node is not None
+            self.history.record(self.clock.now_tick, "peer-gone", other_id, node_id)
+            other.node.forget_leader(node_id)
+            self._after_call(other)
 
     def up_nodes(self) -> list[NodeId]:
         return [node_id for node_id in self.node_ids if self.drivers[node_id].is_up]

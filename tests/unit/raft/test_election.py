@@ -297,3 +297,70 @@ def test_learner_never_campaigns():
     node.campaign()
     assert node.role == Role.FOLLOWER
     assert not drain(node, storage).messages
+
+
+def _ticks_to_new_leader(cluster: Cluster, dead: str, forget: bool) -> int:
+    cluster.elect(dead)
+    cluster.down.add(dead)
+    if forget:
+        for node_id in cluster.ids:
+            if node_id != dead:
+                cluster.nodes[node_id].forget_leader(dead)
+    for tick in range(1, 100):
+        # One node at a time, pumping in between: real nodes' ticks are not aligned.
+        for node_id in cluster.ids:
+            if node_id != dead:
+                cluster.tick(node_id)
+                cluster.pump()
+        if [n for n in cluster.leader_ids() if n != dead]:
+            return tick
+    raise AssertionError("no new leader")
+
+
+def test_followers_that_forget_a_dead_leader_elect_within_a_few_ticks():
+    for seed in range(20):
+        # Pre-vote and check-quorum stay on: the survivors' lease no longer blocks them.
+        cluster = Cluster(("a", "b", "c"), seed=seed, election_ticks=10, heartbeat_ticks=2)
+        assert _ticks_to_new_leader(cluster, "a", forget=True) == 1
+        waited = _ticks_to_new_leader(
+            Cluster(("a", "b", "c"), seed=seed, election_ticks=10, heartbeat_ticks=2),
+            "a",
+            forget=False,
+        )
+        assert waited >= 10
+
+
+def test_forget_leader_ignores_a_member_that_does_not_lead():
+    cluster = Cluster(("a", "b", "c"), election_ticks=10, heartbeat_ticks=2)
+    cluster.elect("a")
+    cluster.nodes["b"].forget_leader("c")
+    cluster.nodes["a"].forget_leader("b")  # a leader forgets nobody
+    assert cluster.nodes["b"].leader == "a"
+    assert cluster.nodes["a"].role == Role.LEADER
+
+
+def test_a_forgotten_leader_that_speaks_again_is_followed_without_an_election():
+    cluster = Cluster(("a", "b", "c"), election_ticks=10, heartbeat_ticks=2)
+    cluster.elect("a")
+    term = cluster.nodes["b"].term
+    cluster.nodes["b"].forget_leader("a")
+    assert cluster.nodes["b"].leader is None
+    cluster.tick_all(20)
+    assert cluster.leader_ids() == ["a"]
+    assert cluster.nodes["b"].leader == "a"
+    # b's early pre-vote was refused by c, still in a's lease: no term was spent.
+    assert cluster.nodes["b"].term == term
+
+
+def test_survivors_of_a_dead_leader_take_turns_by_node_id():
+    # Both survivors forget the leader in the same tick: b campaigns first, c does not
+    # split the vote; if b cannot win (it lags), c campaigns heartbeat_ticks later.
+    cluster = Cluster(("a", "b", "c"), election_ticks=10, heartbeat_ticks=2)
+    cluster.elect("a")
+    cluster.down.add("a")
+    cluster.down.add("b")  # b is gone too (no majority): c must campaign on its own turn
+    cluster.nodes["c"].forget_leader("a")
+    for tick in range(1, 4):
+        cluster.tick("c")
+        cluster.pump()
+        assert (cluster.nodes["c"].role == Role.PRE_CANDIDATE) == (tick == 3)

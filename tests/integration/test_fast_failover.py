@@ -1,0 +1,57 @@
+"""A SIGKILLed leader is replaced within a few ticks, not an election timeout: its followers
+see its peer stream end (node/peer_service.py) and forget it (raft forget_leader), so with
+pre-vote and check-quorum on they elect a successor at once. A killed follower changes
+nothing: the leader keeps its term."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from raftlog.node.local_cluster import LocalCluster
+from tests.integration.test_failover import leader_address, status
+
+# Election timeout 40 ticks x 50 ms = 2 s (randomised up to 4 s): without the early
+# campaign no successor could be elected within NEW_LEADER_WITHIN_S of the kill.
+ELECTION_TICKS = 40
+NEW_LEADER_WITHIN_S = 1.0
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    running = LocalCluster(
+        str(tmp_path / "data"),
+        base_port=0,
+        extra_args=("--election-ticks", str(ELECTION_TICKS)),
+    )
+    running.start(wait_timeout_s=30)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _node_at(cluster: LocalCluster, address: str) -> str:
+    return next(n for n, node in cluster.nodes.items() if node.address == address)
+
+
+def test_a_killed_leader_is_replaced_within_a_few_ticks(cluster: LocalCluster) -> None:
+    old = leader_address(cluster)
+    time.sleep(0.5)  # steady state: followers are in the leader's lease
+    killed_at = time.monotonic()
+    cluster.kill(_node_at(cluster, old))
+    leader_address(cluster, exclude=old, timeout_s=10)
+    assert time.monotonic() - killed_at < NEW_LEADER_WITHIN_S
+
+
+def test_a_killed_follower_leaves_the_leader_and_its_term_alone(cluster: LocalCluster) -> None:
+    leader = leader_address(cluster)
+    term = status(leader).term
+    follower = next(a for a in cluster.addresses if a != leader)
+    cluster.kill(_node_at(cluster, follower))
+    time.sleep(1.0)
+    answer = status(leader)
+    assert (leader_address(cluster), answer.term) == (leader, term)
