@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from raftlog.store.errors import InvalidOffsetError
 from raftlog.store.filesystem import FileHandle, FileSystem, OsFileSystem
 from raftlog.store.segment import parse_segment_file_name, segment_file_name
 
@@ -383,8 +384,14 @@ class ConsumeQueue:
         return units
 
     def unit_at(self, queue_offset: int) -> ConsumeQueueUnit:
+        """The unit at ``queue_offset``; InvalidOffsetError when there is none (past the end,
+        or in a file retention deleted meanwhile)."""
         units = self.read(queue_offset, 1)
-        assert units and queue_offset >= self.min_queue_offset, queue_offset
+        if not units:
+            raise InvalidOffsetError(
+                f"{self.topic}/{self.queue_id} holds no unit at queue offset {queue_offset} "
+                f"(it holds [{self.min_queue_offset}, {self._max_queue_offset}))"
+            )
         return units[0]
 
     def queue_offset_for_physical_offset(self, physical_offset: int) -> int:

@@ -5,6 +5,9 @@ Rules this module keeps:
 - Persisted as JSON under ``<root>/config/consumer_offsets.json`` with an atomic replace, so a
   crash leaves either the previous or the new table, never a torn one.
 - Committing is idempotent and may move an offset backwards (a consumer rewinding on purpose).
+- A group is a non-empty str and an offset an int in [0, 2**63); anything else is refused
+  before the table changes. A table file of another shape fails the load with a ValueError
+  naming the file.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import threading
 from raftlog.store.atomic_file import read_json_document, write_json_document
 from raftlog.store.errors import InvalidOffsetError
 from raftlog.store.filesystem import FileSystem
+from raftlog.store.validation import validate_group
 
 CONSUMER_OFFSETS_FILE = os.path.join("config", "consumer_offsets.json")
 _FORMAT_VERSION = 1
+_INT64_MAX = 2**63 - 1
 
 
 class ConsumerOffsets:
@@ -34,8 +39,9 @@ class ConsumerOffsets:
     def commit(self, group: str, topic: str, queue_id: int, queue_offset: int) -> None:
         """Record ``queue_offset`` as the next one ``group`` consumes from ``topic``/``queue_id``
         (in memory; ``persist`` makes it durable)."""
-        if queue_offset < 0:
-            raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
+        validate_group(group)
+        if type(queue_offset) is not int or not 0 <= queue_offset <= _INT64_MAX:
+            raise InvalidOffsetError(f"queue offset must be in [0, 2**63), got {queue_offset!r}")
         with self._lock:
             key = (group, topic, queue_id)
             if self._offsets.get(key) != queue_offset:
@@ -76,7 +82,14 @@ class ConsumerOffsets:
         document = read_json_document(self._fs, self._path, _FORMAT_VERSION)
         if document is None:
             return
-        for group, topics in document["offsets"].items():
-            for topic, queues in topics.items():
-                for queue_id, queue_offset in queues.items():
-                    self._offsets[(group, topic, int(queue_id))] = int(queue_offset)
+        offsets: dict[tuple[str, str, int], int] = {}
+        try:
+            for group, topics in document["offsets"].items():
+                for topic, queues in topics.items():
+                    for queue_id, queue_offset in queues.items():
+                        if type(queue_offset) is not int or not 0 <= queue_offset <= _INT64_MAX:
+                            raise ValueError(f"queue offset {queue_offset!r}")
+                        offsets[(group, topic, int(queue_id))] = queue_offset
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
+            raise ValueError(f"{self._path}: not a valid offsets table: {error!r}") from error
+        self._offsets = offsets

@@ -33,6 +33,12 @@ class PropertiesTooLargeError(StoreError):
     """Encoded properties longer than 32767 bytes, or a key/value holding a separator byte."""
 
 
+class InvalidArgumentError(StoreError):
+    """A message field or call argument outside what the record format or the call accepts: a
+    field of the wrong type or beyond its bytes (flag, timestamps, ports, counts), keys given
+    as one string, an empty consumer group, an empty key or an inverted time window."""
+
+
 class InvalidOffsetError(StoreError):
     """A negative or otherwise impossible queue or physical offset."""
 

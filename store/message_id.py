@@ -34,6 +34,10 @@ def encode_message_id(store_host: tuple[str, int], physical_offset: int) -> str:
 
 def decode_message_id(message_id: str) -> tuple[tuple[str, int], int]:
     """``(store_host, physical_offset)`` from an offset message id."""
+    if not isinstance(message_id, str):
+        raise InvalidMessageIdError(
+            f"message id must be a str of hex digits, got {type(message_id).__name__}"
+        )
     if len(message_id) not in (
         _IPV4_ID_HEX_DIGITS,
         _IPV6_ID_HEX_DIGITS,

@@ -14,8 +14,9 @@ Rules this module keeps:
 - One writer at a time (``_write_lock``): queue offsets are assigned densely per topic/queue,
   the batch is encoded outside the lock, stamped in place inside it, and written with one
   CommitLog append per segment-sized chunk (normally one per batch).
-- SYNC_FLUSH acknowledges only after the group-commit flusher fsynced the batch; concurrent
-  writers share fsyncs. ASYNC_FLUSH acknowledges after the write; a periodic flusher fsyncs.
+- SYNC_FLUSH acknowledges only after an fsync covered the batch (group commit, flusher.py:
+  concurrent writers share fsyncs). ASYNC_FLUSH acknowledges after the write; a periodic
+  flusher fsyncs.
 - Readers only see dispatched records. Dispatch is capped by ``dispatch_bound`` when given
   (the Raft node passes its commit index), else it follows the writes: under SYNC_FLUSH up to
   what is durable, under ASYNC_FLUSH up to what is written.
@@ -30,7 +31,11 @@ Rules this module keeps:
 - A housekeeping thread (``housekeeping_interval_ms``) checkpoints and runs retention, so a
   crash redoes a bounded amount of dispatch; tests turn it off and call both by hand.
 - A SYNC_FLUSH write not durable within ``sync_flush_timeout_s`` raises TimeoutError: it was
-  written but not acknowledged (RocketMQ's FLUSH_DISK_TIMEOUT).
+  written but not acknowledged (RocketMQ's FLUSH_DISK_TIMEOUT). The writer that runs the
+  group's fsync itself returns when the fsync does (flusher.py).
+- Every argument is checked before use: a wrong type or a value a field cannot hold raises
+  the ``StoreError`` for it (validation.py), never a TypeError or struct.error. Reads racing a
+  retention pass retry past what it deleted instead of failing.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from raftlog.store.errors import (
     BodyTooLargeError,
     CorruptRecordError,
     DiskFullError,
+    InvalidArgumentError,
     InvalidMessageIdError,
     InvalidOffsetError,
     InvalidQueueIdError,
@@ -96,6 +102,8 @@ from raftlog.store.store_lock import AbortMarker, StoreLock
 from raftlog.store.topic_config import TopicConfig, TopicTable
 from raftlog.store.validation import (
     Limits,
+    check_message_fields,
+    validate_body,
     validate_properties,
     validate_sizes,
     validate_topic,
@@ -173,6 +181,7 @@ class RecordBytes:
 
 # What one chunk of a queue read yields per chosen unit: a decoded record or its bytes.
 _Item = TypeVar("_Item", MessageRecord, memoryview)
+_Result = TypeVar("_Result")
 
 
 def _record_tags(record: MessageRecord) -> str:
@@ -498,40 +507,53 @@ class MessageStore:
         entries: list[BlockEntry] = []
         for message in messages:
             topic = message.topic
-            known = topics.get(topic)
+            known = topics.get(topic) if isinstance(topic, str) else None
             if known is None:
                 # A malformed name is InvalidTopicError, not UnknownTopicError.
                 validate_topic(topic, limits)
                 known = topics[topic] = (topic.encode(), self._topics.describe(topic).queue_count)
             properties_bytes = _encode_message_properties(message)
-            validate_sizes(
-                topic,
-                message.queue_id,
-                known[1],
-                len(message.body),
-                len(properties_bytes),
-                limits,
-            )
             born_timestamp_ms = message.born_timestamp_ms
             if born_timestamp_ms is None:
                 if now_ms is None:
                     now_ms = self._now_ms()
                 born_timestamp_ms = now_ms
-            record = encode_unstamped_record(
-                known[0],
-                message.queue_id,
-                message.flag,
-                message.sys_flag,
-                born_timestamp_ms,
-                pack_address(message.born_host[0]),
-                message.born_host[1],
-                store_address,
-                store_port,
-                message.reconsume_times,
-                message.prepared_transaction_offset,
-                message.body,
-                properties_bytes,
-            )
+            try:
+                validate_sizes(
+                    topic,
+                    message.queue_id,
+                    known[1],
+                    len(message.body),
+                    len(properties_bytes),
+                    limits,
+                )
+                check_message_fields(
+                    message.flag,
+                    message.sys_flag,
+                    born_timestamp_ms,
+                    message.born_host[1],
+                    message.reconsume_times,
+                    message.prepared_transaction_offset,
+                )
+                record = encode_unstamped_record(
+                    known[0],
+                    message.queue_id,
+                    message.flag,
+                    message.sys_flag,
+                    born_timestamp_ms,
+                    pack_address(message.born_host[0]),
+                    message.born_host[1],
+                    store_address,
+                    store_port,
+                    message.reconsume_times,
+                    message.prepared_transaction_offset,
+                    message.body,
+                    properties_bytes,
+                )
+            except (TypeError, ValueError) as error:
+                # The body or the born host is not what it must be (the rest was checked).
+                validate_body(message.body)
+                raise InvalidArgumentError(f"message to {topic!r}: {error}") from error
             records.append(record)
             entries.append(((topic, message.queue_id), len(record)))
         return records, entries
@@ -731,45 +753,50 @@ class MessageStore:
         queue = self._check_queue(topic, queue_id)
         if queue_offset < 0:
             raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
-        min_queue_offset = self._first_live_queue_offset(queue)
-        max_queue_offset = queue.max_queue_offset
-        wanted_hashes = None if tags is None else frozenset(map(tag_hash, tags))
-        next_queue_offset = max(queue_offset, min_queue_offset)
-        scan_end = min(max_queue_offset, next_queue_offset + max_units_scanned)
-        found: list[_Item] = []
-        size_bytes = 0
-        while next_queue_offset < scan_end and len(found) < max_messages:
-            units = queue.read(
-                next_queue_offset, min(_UNITS_READ_PER_CHUNK, scan_end - next_queue_offset)
-            )
-            if not units:
-                break
-            # Pick this chunk's candidates from the units alone, then read them in one batch.
-            places: list[tuple[int, int]] = []
-            wanted = max_messages - len(found)
-            min_physical_offset = self._commit_log.min_offset
-            for physical_offset, unit_size_bytes, unit_tag_hash in units:
-                if (
-                    wanted_hashes is not None and unit_tag_hash not in wanted_hashes
-                ) or physical_offset < min_physical_offset:
-                    # Another tag, or a record retention deleted since the read began.
+
+        def read_units() -> tuple[list[_Item], int, int, int]:
+            min_queue_offset = self._first_live_queue_offset(queue)
+            max_queue_offset = queue.max_queue_offset
+            wanted_hashes = None if tags is None else frozenset(map(tag_hash, tags))
+            next_queue_offset = max(queue_offset, min_queue_offset)
+            scan_end = min(max_queue_offset, next_queue_offset + max_units_scanned)
+            found: list[_Item] = []
+            size_bytes = 0
+            while next_queue_offset < scan_end and len(found) < max_messages:
+                units = queue.read(
+                    next_queue_offset, min(_UNITS_READ_PER_CHUNK, scan_end - next_queue_offset)
+                )
+                if not units:
+                    break
+                # Pick this chunk's candidates from the units alone, then read them in one batch.
+                places: list[tuple[int, int]] = []
+                wanted = max_messages - len(found)
+                min_physical_offset = self._commit_log.min_offset
+                for physical_offset, unit_size_bytes, unit_tag_hash in units:
+                    if (
+                        wanted_hashes is not None and unit_tag_hash not in wanted_hashes
+                    ) or physical_offset < min_physical_offset:
+                        # Another tag, or a record retention deleted since the read began.
+                        next_queue_offset += 1
+                        continue
+                    if (found or places) and size_bytes + unit_size_bytes > max_bytes:
+                        scan_end = next_queue_offset
+                        break
+                    places.append((physical_offset, unit_size_bytes))
+                    size_bytes += unit_size_bytes
                     next_queue_offset += 1
-                    continue
-                if (found or places) and size_bytes + unit_size_bytes > max_bytes:
-                    scan_end = next_queue_offset
-                    break
-                places.append((physical_offset, unit_size_bytes))
-                size_bytes += unit_size_bytes
-                next_queue_offset += 1
-                if len(places) == wanted:
-                    break
-            items = read(places)
-            if tags is None:
-                found += items
-            else:
-                # A tag-hash collision is dropped; its bytes still count against max_bytes.
-                found += [item for item in items if tags_of(item) in tags]
-        return found, next_queue_offset, min_queue_offset, max_queue_offset
+                    if len(places) == wanted:
+                        break
+                items = read(places)
+                if tags is None:
+                    found += items
+                else:
+                    # A tag-hash collision is dropped; its bytes still count against max_bytes.
+                    found += [item for item in items if tags_of(item) in tags]
+            return found, next_queue_offset, min_queue_offset, max_queue_offset
+
+        # Retention may delete records under the read: it then starts again past them.
+        return self._despite_retention(read_units)
 
     def query_by_key(
         self,
@@ -783,13 +810,26 @@ class MessageStore:
         within ``[begin_ms, end_ms]``, newest first."""
         self._topics.describe(topic)
         end_ms = end_ms if end_ms is not None else self._now_ms()
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(f"the key to look up must be a non-empty str, got {key!r}")
+        if end_ms < begin_ms:
+            raise InvalidArgumentError(
+                f"time window [{begin_ms}, {end_ms}] is inverted: end_ms is before begin_ms"
+            )
+        if max_results < 1:
+            raise InvalidArgumentError(f"max_results must be at least 1, got {max_results}")
         # Hash collisions are filtered below: ask for some spare candidates.
         candidates = self._index.query(topic, key, begin_ms, end_ms, 2 * max_results + 16)
         found: list[MessageRecord] = []
         for physical_offset in candidates:
             if not self._is_visible(physical_offset):
                 continue
-            record = self._commit_log.read_record(physical_offset)
+            try:
+                record = self._commit_log.read_record(physical_offset)
+            except InvalidOffsetError:
+                if physical_offset >= self._commit_log.min_offset:
+                    raise
+                continue  # retention deleted it since the visibility check
             if (
                 record.topic == topic
                 and begin_ms <= record.store_timestamp_ms <= end_ms
@@ -804,8 +844,10 @@ class MessageStore:
         """The first queue offset whose message was stored at or after ``timestamp_ms``
         (the max queue offset when none was)."""
         queue = self._check_queue(topic, queue_id)
-        return queue.queue_offset_for_time(
-            timestamp_ms, self._first_live_queue_offset(queue), self._store_timestamp_ms_of
+        return self._despite_retention(
+            lambda: queue.queue_offset_for_time(
+                timestamp_ms, self._first_live_queue_offset(queue), self._store_timestamp_ms_of
+            )
         )
 
     def get_by_message_id(self, msg_id: str) -> MessageRecord:
@@ -837,6 +879,18 @@ class MessageStore:
             <= physical_offset
             < self._dispatcher.dispatched_physical_offset
         )
+
+    def _despite_retention(self, read: Callable[[], _Result]) -> _Result:
+        """``read()``, again if retention deleted a segment under it (InvalidOffsetError while
+        the CommitLog's first offset moved): the new attempt starts past what was deleted.
+        Each retry needs another deletion, so the loop ends."""
+        while True:
+            min_offset = self._commit_log.min_offset
+            try:
+                return read()
+            except InvalidOffsetError:
+                if self._commit_log.min_offset == min_offset:
+                    raise
 
     def _first_live_queue_offset(self, queue: ConsumeQueue) -> int:
         """Units pointing below the CommitLog's first offset lost their records to retention."""
@@ -999,10 +1053,23 @@ class _Housekeeper:
 def _encode_message_properties(message: Message) -> bytes:
     """The record's properties, as ``encode_properties`` lays them out: KEYS, TAGS and
     UNIQ_KEY from their fields (when set), then the user's. Refuses what validation refuses."""
+    if isinstance(message.keys, str):
+        # A str is a sequence of one-character keys: never what the caller meant.
+        raise InvalidArgumentError(
+            f"keys must be a tuple of str, got the str {message.keys[:40]!r}; pass "
+            "(key,) for one key"
+        )
     for key in message.keys:
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"keys must be str, got {type(key).__name__} {key!r}")
         if not key or KEY_SEPARATOR in key:
             raise PropertiesTooLargeError(
                 f"key {key[:40]!r} is empty or holds the KEYS separator {KEY_SEPARATOR!r}"
+            )
+    for name, value in (("tags", message.tags), ("uniq_key", message.uniq_key)):
+        if not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"{name} must be a str, got {type(value).__name__} {value!r}"
             )
     pairs = [
         (name, value)
@@ -1013,6 +1080,10 @@ def _encode_message_properties(message: Message) -> bytes:
         )
         if value
     ]
+    if not all(isinstance(pair, tuple) and len(pair) == 2 for pair in message.properties):
+        raise InvalidArgumentError(
+            f"properties must be (key, value) pairs, got {message.properties!r:.80}"
+        )
     for name, _ in message.properties:
         if name in _RESERVED_PROPERTY_KEYS:
             raise PropertiesTooLargeError(
@@ -1028,7 +1099,12 @@ def _encode_message_properties(message: Message) -> bytes:
         or message.properties
     ):
         validate_properties(pairs)
-    return text.encode()
+    try:
+        return text.encode()
+    except UnicodeEncodeError as error:
+        raise InvalidArgumentError(
+            f"properties, keys or tags hold text UTF-8 cannot encode: {error}"
+        ) from error
 
 
 def _wall_clock_ms() -> int:

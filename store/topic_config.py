@@ -6,6 +6,8 @@ Rules this module keeps:
 - A topic's queue count may grow (new queues start empty) but never shrink: queues hold data.
 - Every change is written atomically (temporary file, fsync, rename, fsync directory) before
   ``create_topic`` returns, so a created topic survives a crash.
+- A table file that does not hold what this module writes (a bad name or count, a wrong
+  shape) fails the load with a ValueError naming the file, never a half-loaded table.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from raftlog.store.atomic_file import read_json_document, write_json_document
-from raftlog.store.errors import InvalidQueueIdError, UnknownTopicError
+from raftlog.store.errors import InvalidQueueIdError, InvalidTopicError, UnknownTopicError
 from raftlog.store.filesystem import FileSystem
 from raftlog.store.validation import Limits, validate_topic
 
@@ -55,9 +57,9 @@ class TopicTable:
             configs = []
             for topic, queue_count in topics:
                 validate_topic(topic, self._limits)
-                if not 1 <= queue_count <= MAX_QUEUE_COUNT:
+                if type(queue_count) is not int or not 1 <= queue_count <= MAX_QUEUE_COUNT:
                     raise InvalidQueueIdError(
-                        f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"
+                        f"queue count must be an int in 1..{MAX_QUEUE_COUNT}, got {queue_count!r}"
                     )
                 existing = updated.get(topic)
                 if existing is not None and queue_count < existing.queue_count:
@@ -94,5 +96,12 @@ class TopicTable:
         document = read_json_document(self._fs, self._path, _FORMAT_VERSION)
         if document is None:
             return
-        for name, fields in document["topics"].items():
-            self._topics[name] = TopicConfig(name, int(fields["queue_count"]))
+        try:
+            for name, fields in document["topics"].items():
+                queue_count = fields["queue_count"]
+                if type(queue_count) is not int or not 1 <= queue_count <= MAX_QUEUE_COUNT:
+                    raise ValueError(f"topic {name!r} has queue count {queue_count!r}")
+                validate_topic(name, self._limits)
+                self._topics[name] = TopicConfig(name, queue_count)
+        except (KeyError, TypeError, AttributeError, ValueError, InvalidTopicError) as error:
+            raise ValueError(f"{self._path}: not a valid topic table: {error!r}") from error

@@ -5,8 +5,14 @@ Rules this module keeps:
   the offending value (or its size) and the limit, so a client can tell what to change.
 - Nothing here touches the disk or the clock; callers validate first, then write, so a refused
   message leaves no trace.
-- Topic names are ``[%|a-zA-Z0-9_-]{1,127}``; property keys and values never contain the
-  separator bytes \\x01 or \\x02, and no key may be the store's reserved ``__CRC32#``.
+- Topic names are ``[%|a-zA-Z0-9_-]{1,127}``; property keys and values are strings that never
+  contain the separator bytes \\x01 or \\x02, and no key may be the store's reserved
+  ``__CRC32#``.
+- Every other message field must fit the record's bytes as the format means it
+  (``check_message_fields``): flag a signed 32-bit int, sys_flag, reconsume_times and the
+  timestamps non-negative, a port 0..65535; a value of the wrong type is refused too, never
+  silently converted. The common case costs one chained comparison; only a refusal works out
+  which field broke the rule.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 
 from raftlog.store.errors import (
     BodyTooLargeError,
+    InvalidArgumentError,
     InvalidQueueIdError,
     InvalidTopicError,
     PropertiesTooLargeError,
@@ -29,6 +36,9 @@ from raftlog.store.record import (
 )
 
 _TOPIC_PATTERN = re.compile(r"[%|a-zA-Z0-9_-]+")
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+_MAX_PORT = 0xFFFF
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +66,8 @@ class Limits:
 
 
 def validate_topic(topic: str, limits: Limits) -> None:
+    if not isinstance(topic, str):
+        raise InvalidTopicError(f"topic must be a str, got {type(topic).__name__} {topic!r}")
     if not topic:
         raise InvalidTopicError("topic is empty")
     if len(topic) > limits.max_topic_chars:
@@ -95,6 +107,10 @@ def validate_sizes(
 ) -> None:
     """``validate_message`` without the topic name and property checks (for a caller that
     checked the topic once per batch and the properties as it encoded them)."""
+    if type(queue_id) is not int:
+        raise InvalidQueueIdError(
+            f"queue id must be an int, got {type(queue_id).__name__} {queue_id!r}"
+        )
     if not 0 <= queue_id < queue_count:
         raise InvalidQueueIdError(
             f"queue id {queue_id} is outside [0, {queue_count}) for topic {topic!r}"
@@ -109,8 +125,14 @@ def validate_sizes(
 
 
 def validate_properties(properties: Iterable[tuple[str, str]]) -> None:
-    """Keys and values must not hold the separators; no key may be the reserved one."""
+    """Keys and values must be strings without the separators; no key may be the reserved
+    one."""
     for key, value in properties:
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"property {key!r}: keys and values must be str, got "
+                f"{type(key).__name__} and {type(value).__name__}"
+            )
         if key == PROPERTY_RECORD_CRC:
             raise PropertiesTooLargeError(f"property key {key!r} is reserved by the store")
         for text, what in ((key, "key"), (value, "value")):
@@ -118,3 +140,60 @@ def validate_properties(properties: Iterable[tuple[str, str]]) -> None:
                 raise PropertiesTooLargeError(
                     f"property {what} {text[:40]!r} contains a separator byte \\x01 or \\x02"
                 )
+
+
+def check_message_fields(
+    flag: int,
+    sys_flag: int,
+    born_timestamp_ms: int,
+    born_port: int,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+) -> None:
+    """Refuse (InvalidArgumentError, naming the field) a field the record cannot hold as the
+    format means it; see the module rules."""
+    try:
+        if (
+            -_INT32_MAX - 1 <= flag <= _INT32_MAX
+            and 0 <= sys_flag <= _INT32_MAX
+            and 0 <= born_timestamp_ms <= _INT64_MAX
+            and 0 <= born_port <= _MAX_PORT
+            and 0 <= reconsume_times <= _INT32_MAX
+            and 0 <= prepared_transaction_offset <= _INT64_MAX
+            and type(flag) is type(sys_flag) is type(born_timestamp_ms) is int
+            and type(born_port) is type(reconsume_times) is int
+            and type(prepared_transaction_offset) is int
+        ):
+            return
+    except TypeError:
+        pass  # a value that does not compare with ints: found below
+    for name, value, low, high in (
+        ("flag", flag, -_INT32_MAX - 1, _INT32_MAX),
+        ("sys_flag", sys_flag, 0, _INT32_MAX),
+        ("born_timestamp_ms", born_timestamp_ms, 0, _INT64_MAX),
+        ("born_host port", born_port, 0, _MAX_PORT),
+        ("reconsume_times", reconsume_times, 0, _INT32_MAX),
+        ("prepared_transaction_offset", prepared_transaction_offset, 0, _INT64_MAX),
+    ):
+        if type(value) is not int:
+            raise InvalidArgumentError(
+                f"{name} must be an int, got {type(value).__name__} {value!r}"
+            )
+        if not low <= value <= high:
+            raise InvalidArgumentError(f"{name} {value} is outside [{low}, {high}]")
+    raise AssertionError("check_message_fields: no field broke a rule")
+
+
+def validate_body(body: object) -> None:
+    """A body is bytes-like (bytes, bytearray, memoryview); anything else is refused."""
+    if not isinstance(body, bytes | bytearray | memoryview):
+        raise InvalidArgumentError(
+            f"body must be bytes, got {type(body).__name__}"
+            + (" (encode the str first)" if isinstance(body, str) else "")
+        )
+
+
+def validate_group(group: str) -> None:
+    """A consumer group is a non-empty str."""
+    if not isinstance(group, str) or not group:
+        raise InvalidArgumentError(f"consumer group must be a non-empty str, got {group!r}")

@@ -10,6 +10,7 @@ from raftlog.store.errors import (
     BodyTooLargeError,
     CorruptRecordError,
     DiskFullError,
+    InvalidArgumentError,
     InvalidMessageIdError,
     InvalidOffsetError,
     InvalidQueueIdError,
@@ -163,6 +164,27 @@ def max_offset(store: MessageStore) -> int:
         (Message("orders", 0, b"x", properties=(("TAGS", "t"),)), PropertiesTooLargeError),
         (Message("orders", 0, b"x", keys=("two words",)), PropertiesTooLargeError),
         (Message("orders", 0, b"x", tags="a\x02b"), PropertiesTooLargeError),
+        # Wrong types and values beyond a field's bytes: refused, never converted or crashed on.
+        (Message(5, 0, b"x"), InvalidTopicError),
+        (Message("orders", "1", b"x"), InvalidQueueIdError),
+        (Message("orders", 1.0, b"x"), InvalidQueueIdError),
+        (Message("orders", 0, "text"), InvalidArgumentError),
+        (Message("orders", 0, None), InvalidArgumentError),
+        (Message("orders", 0, b"x", keys="order-1"), InvalidArgumentError),
+        (Message("orders", 0, b"x", keys=(7,)), InvalidArgumentError),
+        (Message("orders", 0, b"x", tags=5), InvalidArgumentError),
+        (Message("orders", 0, b"x", properties=(("p", 5),)), InvalidArgumentError),
+        (Message("orders", 0, b"x", properties=(("p",),)), InvalidArgumentError),
+        (Message("orders", 0, b"x", tags="\ud800"), InvalidArgumentError),
+        (Message("orders", 0, b"x", flag=2**31), InvalidArgumentError),
+        (Message("orders", 0, b"x", sys_flag=-1), InvalidArgumentError),
+        (Message("orders", 0, b"x", born_timestamp_ms=-1), InvalidArgumentError),
+        (Message("orders", 0, b"x", born_timestamp_ms=2**63), InvalidArgumentError),
+        (Message("orders", 0, b"x", born_host=("127.0.0.1", -1)), InvalidArgumentError),
+        (Message("orders", 0, b"x", born_host=("127.0.0.1", 65536)), InvalidArgumentError),
+        (Message("orders", 0, b"x", born_host=("not-an-ip", 1)), InvalidArgumentError),
+        (Message("orders", 0, b"x", reconsume_times=-1), InvalidArgumentError),
+        (Message("orders", 0, b"x", prepared_transaction_offset=2**63), InvalidArgumentError),
     ],
 )
 def test_bad_input_raises_its_error_and_writes_nothing(store, message, error) -> None:
@@ -185,8 +207,25 @@ def test_reads_validate_their_arguments(store) -> None:
         store.get_messages("orders", 0, -1)
 
 
+def test_key_queries_refuse_an_inverted_window_an_empty_key_and_no_results(store) -> None:
+    store.put_message(Message("orders", 0, b"x", keys=("k",)))
+    assert [r.body for r in store.query_by_key("orders", "k", 0, T0 + 1)] == [b"x"]
+    for begin_ms, end_ms, key, max_results in (
+        (T0 + 1, T0, "k", 32),  # end before begin
+        (0, None, "", 32),
+        (0, None, None, 32),
+        (0, None, "k", 0),
+        (0, None, "k", -1),
+    ):
+        with pytest.raises(InvalidArgumentError):
+            store.query_by_key("orders", key, begin_ms, end_ms, max_results)
+
+
 def test_get_by_message_id_refuses_bad_ids(store) -> None:
     result = store.put_message(Message("orders", 0, b"x" * 50))
+    for not_a_str in (None, 7, b"7F00000100002A9F0000000000000000"):
+        with pytest.raises(InvalidMessageIdError):
+            store.get_by_message_id(not_a_str)
     with pytest.raises(InvalidMessageIdError):
         store.get_by_message_id("nonsense")
     with pytest.raises(InvalidMessageIdError):  # inside the record, not at its start

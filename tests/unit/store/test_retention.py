@@ -1,7 +1,11 @@
+import threading
+import time
+
 import pytest
 
+from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.errors import DiskFullError
-from raftlog.store.message_store import Message
+from raftlog.store.message_store import Message, MessageStore
 from tests.support.sim_filesystem import SimFileSystem
 from tests.unit.store.test_message_store import Clock, open_store
 
@@ -122,3 +126,55 @@ def test_writes_refused_when_full_resume_after_retention_frees_space(tmp_path) -
     assert not store.is_disk_full()
     assert fill(store, clock, 1, T0 + HOUR_MS)[0].queue_offset == 20
     store.close()
+
+
+def test_reads_racing_a_retention_pass_never_fail(tmp_path) -> None:
+    # Regression: a read that picked a record, then lost its segment to a concurrent
+    # retention pass, raised InvalidOffsetError ("no segment holds ...") instead of moving on.
+    clock = Clock(T0)
+    store = MessageStore.open(
+        StoreConfig(
+            root_dir=str(tmp_path),
+            segment_size_bytes=4096,
+            consume_queue_file_units=16,
+            index_slot_count=64,
+            index_entry_count=256,
+            flush_mode=FlushMode.ASYNC_FLUSH,
+            retention_hours=0,  # every sealed segment is expired...
+            disk_clean_watermark_ratio=1e-9,  # ...and may go at any hour
+            disk_force_clean_ratio=1.0,
+            disk_full_ratio=1.0,
+        ),
+        now_ms=clock,
+        housekeeping_interval_ms=None,
+    )
+    store.create_topic("t", 1)
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                store.get_messages("t", 0, 0, 64)
+                store.queue_offset_for_time("t", 0, clock.now_ms - 5)
+                store.query_by_key("t", "k5", 0, clock.now_ms)
+            except Exception as error:  # every failure is the finding
+                failures.append(error)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    deleted = 0
+    deadline_s = time.monotonic() + 3
+    try:
+        for _ in range(400):
+            if time.monotonic() > deadline_s:
+                break
+            store.put_messages([Message("t", 0, b"x" * 200, keys=(f"k{i}",)) for i in range(40)])
+            clock.now_ms += 1000
+            deleted += store.run_retention().deleted_segments
+    finally:
+        stop.set()
+        thread.join(10)
+    store.close()
+    assert deleted > 50
+    assert failures == []

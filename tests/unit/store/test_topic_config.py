@@ -34,8 +34,10 @@ def test_invalid_topic_names_refused(tmp_path, name) -> None:
 
 def test_queue_count_bounds_and_no_shrink(tmp_path) -> None:
     table = TopicTable(OsFileSystem(), str(tmp_path), Limits())
-    with pytest.raises(InvalidQueueIdError):
-        table.create_topic("t", 0)
+    for bad in (0, -1, 65537, 1.5, True, "4", None):
+        with pytest.raises(InvalidQueueIdError):
+            table.create_topic("t", bad)
+    assert table.list_topics() == []
     table.create_topic("t", 4)
     with pytest.raises(InvalidQueueIdError):
         table.create_topic("t", 2)
@@ -50,3 +52,22 @@ def test_create_topics_is_all_or_nothing(tmp_path) -> None:
     assert table.list_topics() == []
     assert table.create_topics([("a", 1), ("b", 2)]) == [TopicConfig("a", 1), TopicConfig("b", 2)]
     assert [c.name for c in TopicTable(fs, str(tmp_path), Limits()).list_topics()] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{not json",
+        '{"version": 1}',
+        '{"version": 1, "topics": [1]}',
+        '{"version": 1, "topics": {"t": {"queue_count": "4"}}}',
+        '{"version": 1, "topics": {"t": {"queue_count": 0}}}',
+        '{"version": 1, "topics": {"bad name": {"queue_count": 1}}}',
+    ],
+)
+def test_a_damaged_table_file_fails_the_load_naming_the_file(tmp_path, content) -> None:
+    fs = OsFileSystem()
+    TopicTable(fs, str(tmp_path), Limits()).create_topic("t", 1)
+    (tmp_path / "config" / "topics.json").write_text(content)
+    with pytest.raises(ValueError, match=r"topics\.json"):
+        TopicTable(fs, str(tmp_path), Limits())
