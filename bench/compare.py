@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import importlib.metadata
 import os
 import shutil
@@ -43,7 +44,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import grpc
@@ -88,6 +89,14 @@ QUEUE_BODY_BYTES = 100
 QUEUE_BATCH = 256
 QUEUE_WINDOW = 16
 QUEUE_WARM_UP_S = 120.0
+TURN_ATTEMPTS = 3
+RETRIED_ERRORS = (
+    BenchError,
+    ClusterError,
+    RaftlogError,
+    NatsClusterError,
+    nats_workloads.NatsBenchError,
+)
 # Higher is better for these figures; lower for the rest (latency, failover seconds).
 HIGHER_IS_BETTER = {"produce", "consume", "queues"}
 
@@ -137,13 +146,17 @@ class Figure:
 
 
 class Recorder:
-    """Collects samples and prints one progress line per sample on stderr."""
+    """Collects samples, printing one progress line per sample on stderr. A turn's samples are
+    pending until ``keep``; ``drop`` discards a failed turn's, so a retried turn never counts
+    twice."""
 
     def __init__(self) -> None:
         self.samples: list[Sample] = []
+        self.warnings: list[str] = []
+        self._pending: list[Sample] = []
 
     def add(self, sample: Sample) -> None:
-        self.samples.append(sample)
+        self._pending.append(sample)
         settings = " ".join(f"{k}={v}" for k, v in sample.setting.items())
         print(
             f"  r{sample.round} {sample.system} {sample.durability} {sample.figure} "
@@ -151,6 +164,30 @@ class Recorder:
             file=sys.stderr,
             flush=True,
         )
+
+    def keep(self) -> None:
+        self.samples += self._pending
+        self._pending = []
+
+    def drop(self) -> None:
+        self._pending = []
+
+    def attempt(self, what: str, measure: Callable[[], None]) -> None:
+        """Run one turn on fresh servers, retried (its samples dropped) when it fails: on a
+        shared machine a starved node can lose its leadership mid-measurement."""
+        for attempt in range(1, TURN_ATTEMPTS + 1):
+            try:
+                measure()
+            except RETRIED_ERRORS as error:
+                self.drop()
+                if attempt == TURN_ATTEMPTS:
+                    raise
+                warning = f"{what}: attempt {attempt} failed ({error}); retried on fresh servers"
+                print(f"warning: {warning}", file=sys.stderr, flush=True)
+                self.warnings.append(warning)
+            else:
+                self.keep()
+                return
 
 
 def nats_sync_label(binary: NatsBinary, durability: str) -> str:
@@ -483,15 +520,16 @@ def run(
             failover = durability == durabilities[0]
             turn = Round(durability, plan, root, round_index, recorder, failover)
             for system in order:
-                print(f"[round {round_index}] {system} / {durability}", file=sys.stderr)
+                what = f"round {round_index} {system} / {durability}"
+                print(f"[{what}]", file=sys.stderr)
                 if system == "raftlog":
-                    _raftlog_round(turn)
+                    recorder.attempt(what, functools.partial(_raftlog_round, turn))
                 else:
                     assert binary is not None
-                    _nats_round(binary, turn)
+                    recorder.attempt(what, functools.partial(_nats_round, binary, turn))
     if "raftlog" in systems and plan.queue_counts:
         print("[queues] raftlog / fsync", file=sys.stderr)
-        _queue_round(plan, root, recorder)
+        recorder.attempt("queues", functools.partial(_queue_round, plan, root, recorder))
 
 
 def _plan(args: argparse.Namespace) -> Plan:
@@ -579,14 +617,7 @@ def main(argv: list[str] | None = None) -> int:
                     "pairing compares raftlog's fsync-before-ack with NATS acking from memory"
                 )
         run(plan, systems, durabilities, binary, root, recorder)
-    except (
-        NatsUnavailable,
-        NatsClusterError,
-        nats_workloads.NatsBenchError,
-        BenchError,
-        ClusterError,
-        RaftlogError,
-    ) as error:
+    except (NatsUnavailable, *RETRIED_ERRORS) as error:
         print(f"raftlog bench compare: {error}", file=sys.stderr)
         return 1
     finally:
@@ -594,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = summarise(recorder.samples)
     targets = evaluate_targets(figures)
     labels = {d: nats_sync_label(binary, d) for d in durabilities} if binary else {}
+    warnings += recorder.warnings
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(render_table(figures, labels))

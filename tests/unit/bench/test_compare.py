@@ -3,7 +3,17 @@ raftlog/NATS ratios, the targets' verdicts and the table (no servers: samples ar
 
 from __future__ import annotations
 
-from raftlog.bench.compare import Sample, evaluate_targets, render_table, summarise
+import pytest
+
+from raftlog.bench.cluster import BenchError
+from raftlog.bench.compare import (
+    TURN_ATTEMPTS,
+    Recorder,
+    Sample,
+    evaluate_targets,
+    render_table,
+    summarise,
+)
 
 
 def _sample(system: str, figure: str, value: float, round_index: int, **setting: object) -> Sample:
@@ -84,3 +94,31 @@ def test_table_has_a_row_per_figure_with_both_systems_and_the_ratio() -> None:
     assert "sync_interval: always" in rows[0]
     assert rows[1].startswith("| produce, 10,000 queues |")
     assert "| 1,000 | - | - |" in rows[1]
+
+
+def test_a_failed_turn_is_retried_and_only_the_successful_attempts_samples_count() -> None:
+    recorder = Recorder()
+    attempts: list[int] = []
+
+    def turn() -> None:
+        attempts.append(1)
+        recorder.add(_sample("raftlog", "failover", float(len(attempts)), 0))
+        if len(attempts) == 1:
+            raise BenchError("not leader")
+
+    recorder.attempt("round 0 raftlog / fsync", turn)
+    assert [s.value for s in recorder.samples] == [2.0]
+    assert len(recorder.warnings) == 1 and "not leader" in recorder.warnings[0]
+
+
+def test_a_turn_that_keeps_failing_raises_after_the_last_attempt() -> None:
+    recorder = Recorder()
+
+    def turn() -> None:
+        recorder.add(_sample("nats", "failover", 1.0, 0))
+        raise BenchError("no leader")
+
+    with pytest.raises(BenchError, match="no leader"):
+        recorder.attempt("round 0 nats / fsync", turn)
+    assert recorder.samples == []
+    assert len(recorder.warnings) == TURN_ATTEMPTS - 1
