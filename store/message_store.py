@@ -394,6 +394,7 @@ class MessageStore:
         offset, store time and the trailer are then stamped in place; born host, born time,
         store host and the rest are kept as encoded."""
         self.check_writable()
+        validate_body(block, "a block of encoded records")
         return self._write(bytearray(block), self.check_encoded(block), stamp_store_host=True)
 
     def encode_messages(self, messages: Sequence[Message]) -> tuple[bytearray, list[BlockEntry]]:

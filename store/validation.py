@@ -184,11 +184,12 @@ def check_message_fields(
     raise AssertionError("check_message_fields: no field broke a rule")
 
 
-def validate_body(body: object) -> None:
-    """A body is bytes-like (bytes, bytearray, memoryview); anything else is refused."""
+def validate_body(body: object, what: str = "body") -> None:
+    """A body (or a block of records) is bytes-like (bytes, bytearray, memoryview); anything
+    else is refused."""
     if not isinstance(body, bytes | bytearray | memoryview):
         raise InvalidArgumentError(
-            f"body must be bytes, got {type(body).__name__}"
+            f"{what} must be bytes, got {type(body).__name__}"
             + (" (encode the str first)" if isinstance(body, str) else "")
         )
 

@@ -492,6 +492,8 @@ def test_put_encoded_stamps_and_writes_a_producer_batch(store) -> None:
         (encoded_block(make_record(body=b"x" * 1025)), BodyTooLargeError),
         (encoded_block(make_record()) + encode_record(make_record(), record_crc=False), None),
         (encoded_block(make_record(), make_record())[:-1], None),
+        ("not bytes", InvalidArgumentError),
+        (None, InvalidArgumentError),
     ],
 )
 def test_put_encoded_refuses_the_whole_block(store, block, error) -> None:
