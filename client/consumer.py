@@ -14,6 +14,10 @@ Rules this module keeps:
 - Pulls ask for the stored records (``return_records``) and decode them here, so the serving
   member does no per-message work; every record's CRCs are verified before a message is
   returned (a corrupt one raises InternalError).
+- When an answer says more messages are there, the next Pull of that queue is sent at once
+  on one prefetch thread (no long poll), so the member reads and sends it while this thread
+  decodes; it is used only if the position is still where it was asked from, and a failed or
+  empty prefetch is simply asked again.
 - Every wait is bounded: ``poll(timeout_s)`` returns by its timeout (plus one RPC's slack), and
   iteration stops when ``stop()`` is called or ``max_idle_s`` passes without a message.
 """
@@ -23,10 +27,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
 
 from raftlog.client.connection import Connection
-from raftlog.client.errors import DeadlineExceededError, InternalError, UnavailableError
+from raftlog.client.errors import (
+    DeadlineExceededError,
+    InternalError,
+    RaftlogError,
+    UnavailableError,
+)
 from raftlog.client.messages import Message, messages_from_records
 from raftlog.client.retry import RetryPolicy
 from raftlog.proto import client_pb2
@@ -74,6 +85,10 @@ class Consumer:
         self._committed: dict[int, int] = {}
         self._rotation = 0
         self._stop = threading.Event()
+        # queue id -> (offset asked, the Pull in flight): the next answer, fetched while the
+        # caller handles the current one. The pool starts with the first prefetch.
+        self._prefetched: dict[int, tuple[int, Future[Any]]] = {}
+        self._prefetch_pool: ThreadPoolExecutor | None = None
 
     @property
     def positions(self) -> dict[int, int]:
@@ -190,14 +205,20 @@ class Consumer:
     def _poll_queue(self, queue_id: int, long_poll_s: float) -> list[Message]:
         positions = self._start()
         offset = positions[queue_id]
-        try:
-            response = self._pull(queue_id, offset, long_poll_s)
-        except (UnavailableError, DeadlineExceededError):
-            if long_poll_s > 0:
-                time.sleep(min(long_poll_s, 0.1))  # the cluster is briefly away: don't spin
-            return []
+        response = self._prefetched_answer(queue_id, offset)
+        if response is None:
+            try:
+                response = self._pull(queue_id, offset, long_poll_s)
+            except (UnavailableError, DeadlineExceededError):
+                if long_poll_s > 0:
+                    time.sleep(min(long_poll_s, 0.1))  # the cluster is briefly away: don't spin
+                return []
         status = response.status
         if status == client_pb2.PULL_STATUS_FOUND:
+            if response.next_queue_offset < response.max_queue_offset:
+                # More is there: ask for it now, so the member reads and sends it while this
+                # answer is decoded (and the caller handles it).
+                self._prefetch(queue_id, response.next_queue_offset)
             messages = _messages_of(response)
             positions[queue_id] = response.next_queue_offset
             return messages
@@ -210,6 +231,31 @@ class Consumer:
         elif status == client_pb2.PULL_STATUS_OFFSET_TOO_LARGE and long_poll_s > 0:
             time.sleep(min(long_poll_s, 0.1))  # a lagging follower: ask again shortly
         return []
+
+    def _prefetch(self, queue_id: int, offset: int) -> None:
+        """Start the Pull of ``queue_id`` at ``offset`` on the prefetch thread (no long poll)."""
+        if self._prefetch_pool is None:
+            self._prefetch_pool = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="raftlog-consumer-prefetch"
+            )
+        self._prefetched[queue_id] = (
+            offset,
+            self._prefetch_pool.submit(self._pull, queue_id, offset, 0.0),
+        )
+
+    def _prefetched_answer(self, queue_id: int, offset: int) -> Any | None:
+        """The prefetched answer for ``queue_id`` if it was asked at ``offset`` (the position
+        may have moved since: seek) and found messages; None means "pull now" (a failed or
+        empty prefetch is asked again, with this poll's long poll)."""
+        prefetched = self._prefetched.pop(queue_id, None)
+        if prefetched is None or prefetched[0] != offset:
+            return None
+        try:
+            # Bounded: the Pull has no long poll, and its RPC deadline is _RPC_SLACK_S.
+            response = prefetched[1].result(timeout=2 * _RPC_SLACK_S)
+        except (RaftlogError, FutureTimeoutError):
+            return None
+        return response if response.status == client_pb2.PULL_STATUS_FOUND else None
 
     def __iter__(self) -> Iterator[Message]:
         """Messages as they arrive, until ``stop()`` (no ``max_idle_s``: see ``iterate``)."""
@@ -299,6 +345,10 @@ class Consumer:
         """Stop iterating and close the connection (if this consumer opened it). Does not
         commit: call ``commit()`` first to keep your place."""
         self._stop.set()
+        self._prefetched.clear()
+        if self._prefetch_pool is not None:
+            # A prefetch in flight ends with its RPC deadline (or at once on a closed channel).
+            self._prefetch_pool.shutdown(wait=False, cancel_futures=True)
         if self._owns_connection:
             self._connection.close()
 

@@ -427,7 +427,7 @@ def _check_crcs(
 ) -> bool:
     """Verify the body CRC and the record CRC trailer; returns whether a trailer is present."""
     fields, body_pos, _, _, properties_pos, _ = layout
-    view = memoryview(buf)
+    view = buf if type(buf) is memoryview else memoryview(buf)
     actual = zlib.crc32(view[body_pos : body_pos + fields[16]])
     if actual != fields[2]:
         raise CorruptRecordError(
@@ -441,9 +441,10 @@ def _check_crcs(
                 "be verified (encode with record_crc=True)"
             )
         return False
-    digits = bytes(view[end - 1 - _RECORD_CRC_DIGITS : end - 1])
     expected = zlib.crc32(view[pos : end - RECORD_CRC_TRAILER_BYTES])
-    if not digits.isdigit() or int(digits) != expected or view[end - 1] != 0x02:
+    # The 10 digits and the pair separator, compared as bytes (one format, no parse).
+    if view[end - 1 - _RECORD_CRC_DIGITS : end] != b"%010d\x02" % expected:
+        digits = bytes(view[end - 1 - _RECORD_CRC_DIGITS : end - 1])
         raise CorruptRecordError(
             f"record at {pos}: record CRC {digits!r} does not match computed {expected:010d}"
         )
@@ -597,6 +598,7 @@ class BlockRecord(NamedTuple):
     properties_bytes: int  # the encoded properties, the CRC trailer excluded
     born_timestamp_ms: int
     reconsume_times: int
+    properties: tuple[tuple[str, str], ...]  # decoded, the CRC trailer excluded
 
 
 def verify_block(block: bytes | bytearray | memoryview) -> list[BlockRecord]:
@@ -618,12 +620,21 @@ def verify_block(block: bytes | bytearray | memoryview) -> list[BlockRecord]:
                     f"record at {position}: topic is not UTF-8: {error}"
                 ) from error
             # Readers decode the properties: a list they would refuse must not be written.
-            decode_properties(block[properties_pos : properties_pos + properties_len])
+            properties = decode_properties(
+                block[properties_pos : properties_pos + properties_len]
+            )
         except CorruptRecordError as error:
             raise CorruptRecordError(f"record {len(records)}: {error}") from error
         records.append(
             BlockRecord(
-                fields[0], topic, fields[3], fields[16], properties_len, fields[8], fields[14]
+                fields[0],
+                topic,
+                fields[3],
+                fields[16],
+                properties_len,
+                fields[8],
+                fields[14],
+                properties,
             )
         )
         position += fields[0]

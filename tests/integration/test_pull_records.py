@@ -224,3 +224,23 @@ def test_the_consumer_reads_back_what_was_produced(seeded: Seeded) -> None:
     ) as filtered:
         blue = filtered.poll(timeout_s=0.5)
     assert blue and all(m.tags == "blue" for m in blue)
+
+
+def test_a_seek_after_a_prefetch_reads_from_the_new_position(seeded: Seeded) -> None:
+    addresses = [seeded.cluster.addresses[seeded.leader]]
+    with Consumer(
+        addresses,
+        group="g",
+        topic=TOPIC,
+        queue_ids=[QUEUE_ID],
+        from_beginning=True,
+        max_messages=5,
+    ) as consumer:
+        first = consumer.poll(timeout_s=0.5)  # more is there: the next 5 are prefetched
+        assert [m.queue_offset for m in first] == [0, 1, 2, 3, 4]
+        consumer.seek(QUEUE_ID, 20)
+        after_seek = consumer.poll(timeout_s=0.5)
+        assert [m.queue_offset for m in after_seek] == [20, 21, 22, 23, 24]
+        following = consumer.poll(timeout_s=0.5)  # the prefetch made after the seek
+        assert [m.queue_offset for m in following] == [25, 26, 27, 28, 29]
+        assert [m.msg_id for m in following] == [r.msg_id for r in seeded.results[25:30]]
