@@ -1,9 +1,11 @@
 """The producer: sends messages to the leader, optionally idempotent, in order.
 
 Rules this module keeps:
-- One sender thread sends every batch of a producer, one at a time, in the order they were
-  submitted (``send``, ``send_batch`` and ``send_async`` all queue to it). So an idempotent
+- Batches are sent one at a time, in the order they were submitted, so an idempotent
   producer's batches reach the server in sequence order, as ProduceRequest.sequence requires.
+  ``send_async`` queues to one sender thread. A synchronous ``send``/``send_batch`` with
+  nothing queued or in flight sends from the caller's thread instead (under the same send
+  lock, so the order holds): two thread hand-offs fewer per message.
 - Idempotent producer (the default): a batch gets the next sequence number when it is first
   sent, and keeps it across every retry (same producer_id + sequence), so retrying an unknown
   outcome stores it at most once. A batch refused with "nothing written" gives its number
@@ -136,6 +138,8 @@ class Producer:
         # A queued item taken while coalescing that must go first in the next request.
         self._carry: _Batch | None = None
         self._submit_lock = threading.Lock()
+        # Held while a batch is being sent (by the sender thread or a direct ``send``).
+        self._send_lock = threading.Lock()
         self._closed = False
         self._sender = threading.Thread(
             target=self._run, name=f"raftlog-producer-{self.producer_id[:8]}", daemon=True
@@ -169,23 +173,42 @@ class Producer:
     ) -> SendResult:
         """Send one message and wait for it to be stored. Raises a RaftlogError subclass;
         UnknownOutcomeError means it may or may not be stored (never "failed")."""
-        return self.send_async(
-            topic,
-            body,
-            key=key,
-            keys=keys,
+        message = OutgoingMessage(
+            body=body,
+            keys=([key] if key else []) + list(keys),
             tags=tags,
             queue_id=queue_id,
             sharding_key=sharding_key,
             properties=properties,
             uniq_key=uniq_key,
-        ).result()
+        )
+        return self._send_now(topic, [message])[0]
 
     def send_batch(
         self, topic: str, messages: Sequence[OutgoingMessage | bytes]
     ) -> list[SendResult]:
         """Send a batch (stored atomically: all or none) and wait; results in order."""
-        return self.send_batch_async(topic, messages).result()
+        return self._send_now(topic, messages)
+
+    def _send_now(
+        self, topic: str, messages: Sequence[OutgoingMessage | bytes]
+    ) -> list[SendResult]:
+        """Send from this thread when nothing is queued or being sent (the order then holds
+        trivially); otherwise queue behind the others and wait."""
+        batch = self._new_batch(topic, messages)
+        with self._submit_lock:
+            if self._closed:
+                raise RaftlogError("the producer is closed")
+            direct = self._queue.unfinished_tasks == 0 and self._send_lock.acquire(blocking=False)
+            if not direct:
+                self._enqueue(batch)
+        if direct:
+            try:
+                batch.future.set_running_or_notify_cancel()
+                self._send_one(batch)
+            finally:
+                self._send_lock.release()
+        return batch.future.result()
 
     def send_async(
         self,
@@ -228,29 +251,37 @@ class Producer:
         self, topic: str, messages: Sequence[OutgoingMessage | bytes]
     ) -> Future[list[SendResult]]:
         """Queue a batch; the future holds the results in order, or a RaftlogError."""
+        batch = self._new_batch(topic, messages)
+        with self._submit_lock:
+            if self._closed:
+                raise RaftlogError("the producer is closed")
+            self._enqueue(batch)
+        return batch.future
+
+    @staticmethod
+    def _new_batch(topic: str, messages: Sequence[OutgoingMessage | bytes]) -> _Batch:
         if not messages:
             raise ValueError("a batch holds at least one message")
         protos = [
             _to_proto(m if isinstance(m, OutgoingMessage) else OutgoingMessage(body=m))
             for m in messages
         ]
-        batch = _Batch(
+        return _Batch(
             topic=topic,
             messages=protos,
             future=Future(),
             uniq_keys=[p.uniq_key for p in protos],
         )
-        with self._submit_lock:
-            if self._closed:
-                raise RaftlogError("the producer is closed")
-            try:
-                self._queue.put(batch, timeout=self.timeout_s)
-            except queue.Full:
-                raise ResourceExhaustedError(
-                    f"{self._queue.maxsize} batches are already pending; none freed within "
-                    f"{self.timeout_s:.1f} s"
-                ) from None
-        return batch.future
+
+    def _enqueue(self, batch: _Batch) -> None:
+        """Queue ``batch`` for the sender thread (the caller holds ``_submit_lock``)."""
+        try:
+            self._queue.put(batch, timeout=self.timeout_s)
+        except queue.Full:
+            raise ResourceExhaustedError(
+                f"{self._queue.maxsize} batches are already pending; none freed within "
+                f"{self.timeout_s:.1f} s"
+            ) from None
 
     # -- the sender thread -----------------------------------------------------------------
 
@@ -260,26 +291,38 @@ class Producer:
             self._carry = None
             if batch is None:
                 break
-            if not batch.future.set_running_or_notify_cancel():
-                continue  # cancelled before it was sent: nothing to do, no sequence used
-            if not batch.messages:
-                batch.future.set_result([])  # a flush marker: everything before it is done
-                continue
-            members = [batch, *self._coalesce(batch)]
-            if len(members) == 1:
-                self._send_one(batch)
-            else:
-                self._send_coalesced(members)
+            with self._send_lock:
+                finished = self._process(batch)
+            for _ in range(finished):
+                self._queue.task_done()
         # Closing: one last bounded try to settle an unknown outcome, so it is stored once.
-        if self._unresolved is not None:
-            self._resolve()
+        with self._send_lock:
+            if self._unresolved is not None:
+                self._resolve()
 
-    def _coalesce(self, first: _Batch) -> list[_Batch]:
+    def _process(self, batch: _Batch) -> int:
+        """Send ``batch`` (and what coalesces with it); returns how many queued items it
+        finished (``_carry`` is not one of them: it stays queued work)."""
+        if not batch.future.set_running_or_notify_cancel():
+            return 1  # cancelled before it was sent: nothing to do, no sequence used
+        if not batch.messages:
+            batch.future.set_result([])  # a flush marker: everything before it is done
+            return 1
+        joined, skipped = self._coalesce(batch)
+        if not joined:
+            self._send_one(batch)
+        else:
+            self._send_coalesced([batch, *joined])
+        return 1 + len(joined) + skipped
+
+    def _coalesce(self, first: _Batch) -> tuple[list[_Batch], int]:
         """Batches queued right behind ``first`` for the same topic, to go in the same
         request (a producer calling ``send_async`` in a loop gets Kafka-style batching for
         free: one Raft entry and one round trip for many sends). Order is kept: the first
-        batch that cannot join waits in ``_carry`` for the next request."""
+        batch that cannot join waits in ``_carry`` for the next request. Returns the joined
+        batches and how many cancelled ones were skipped."""
         joined: list[_Batch] = []
+        skipped = 0
         message_count = len(first.messages)
         size_bytes = sum(len(m.body) for m in first.messages)
         while message_count < MAX_COALESCED_MESSAGES and size_bytes < MAX_COALESCED_BYTES:
@@ -296,11 +339,12 @@ class Producer:
                 self._carry = candidate
                 break
             if not candidate.future.set_running_or_notify_cancel():
+                skipped += 1
                 continue
             joined.append(candidate)
             message_count += len(candidate.messages)
             size_bytes += sum(len(m.body) for m in candidate.messages)
-        return joined
+        return joined, skipped
 
     def _send_one(self, batch: _Batch) -> None:
         try:

@@ -73,6 +73,33 @@ def test_async_sends_from_many_threads_keep_sequence_order(server: FakeServer) -
     assert_gapless_in_order([seq for _, seq, _ in server.produce_state.stored], 100)
 
 
+def test_sync_and_async_sends_mixed_across_threads_keep_each_threads_order(
+    server: FakeServer,
+) -> None:
+    # Sync sends go from the caller's thread when nothing is queued, async ones through the
+    # sender thread: both paths share one order.
+    def run(p: Producer, name: str) -> None:
+        for i in range(30):
+            body = f"{name}-{i:02d}".encode()
+            if i % 3:
+                p.send("t", body)
+            else:
+                p.send_async("t", body)
+
+    with producer(server) as p:
+        threads = [threading.Thread(target=run, args=(p, f"w{k}")) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        p.flush(10)
+    stored = server.produce_state.stored
+    assert_gapless_in_order([seq for _, seq, _ in stored], 120)
+    for k in range(4):
+        mine = [body for _, _, body in stored if body.startswith(f"w{k}-".encode())]
+        assert mine == sorted(mine) and len(mine) == 30
+
+
 def refuse_bad_bodies(server: FakeServer) -> None:
     """Produce refuses (INVALID_ARGUMENT, nothing stored) any request holding a b"bad" body."""
     state = server.produce_state
