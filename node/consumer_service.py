@@ -30,14 +30,12 @@ from raftlog.node.wire import (
     require_non_negative,
     require_topic_name,
     stored_message,
-    stored_record_size_bytes,
     tag_filter,
 )
 from raftlog.node.write_path import WritePath
 from raftlog.proto import client_pb2, client_pb2_grpc
 from raftlog.store.errors import InvalidMessageIdError
-from raftlog.store.message_store import GetResult, MessageStore
-from raftlog.store.record import MessageRecord
+from raftlog.store.message_store import MessageStore
 
 Code = grpc.StatusCode
 PullStatus = client_pb2.PullStatus
@@ -150,18 +148,24 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
                 response.records = raw.records
                 response.record_count = raw.count
             return response
-        first, records, next_queue_offset = self._read(
-            request.topic, request.queue_id, queue_offset, max_messages, max_bytes, tags
+        result = self._store.get_messages(
+            request.topic,
+            request.queue_id,
+            queue_offset,
+            max_messages,
+            max_bytes,
+            tags,
+            self._limits.max_pull_units_scanned,
         )
         response = self._pull_response(
             queue_offset,
-            len(records),
-            next_queue_offset,
-            first.min_queue_offset,
-            first.max_queue_offset,
+            len(result.messages),
+            result.next_queue_offset,
+            result.min_queue_offset,
+            result.max_queue_offset,
         )
         if response.status == PullStatus.PULL_STATUS_FOUND:
-            response.messages.extend([stored_message(record) for record in records])
+            response.messages.extend([stored_message(record) for record in result.messages])
         return response
 
     @staticmethod
@@ -190,48 +194,6 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
             # The read may have seen messages dispatched after its bounds were taken.
             max_queue_offset=max(max_queue_offset, next_queue_offset),
         )
-
-    def _read(
-        self,
-        topic: str,
-        queue_id: int,
-        queue_offset: int,
-        max_messages: int,
-        max_bytes: int,
-        tags: frozenset[str] | None,
-    ) -> tuple[GetResult, list[MessageRecord], int]:
-        """(the first read's bounds, the matching records, the next queue offset). The store
-        filters on one tag; several tags are filtered here over bounded unfiltered reads."""
-        store = self._store
-        if tags is None or len(tags) == 1:
-            tag = None if tags is None else next(iter(tags))
-            result = store.get_messages(topic, queue_id, queue_offset, max_messages, max_bytes, tag)
-            return result, result.messages, result.next_queue_offset
-        first: GetResult | None = None
-        found: list[MessageRecord] = []
-        size_bytes = 0
-        next_queue_offset = queue_offset
-        scan_end = queue_offset + self._limits.max_pull_units_scanned
-        while len(found) < max_messages and size_bytes < max_bytes:
-            wanted = min(max_messages - len(found), scan_end - next_queue_offset)
-            if wanted <= 0:
-                break
-            result = store.get_messages(
-                topic, queue_id, next_queue_offset, wanted, max_bytes - size_bytes
-            )
-            if first is None:
-                first = result
-                if queue_offset < result.min_queue_offset:
-                    break
-            if result.next_queue_offset <= next_queue_offset:
-                break  # nothing more to read
-            next_queue_offset = result.next_queue_offset
-            for record in result.messages:
-                if record.tags in tags:
-                    found.append(record)
-                    size_bytes += stored_record_size_bytes(record)
-        assert first is not None
-        return first, found, next_queue_offset
 
     # ------------------------------------------------------------------ queries
 

@@ -688,12 +688,16 @@ class MessageStore:
         queue_offset: int,
         max_messages: int = 32,
         max_bytes: int = 4 * 1024 * 1024,
-        tag: str | None = None,
+        tag: str | frozenset[str] | None = None,
+        max_units_scanned: int = _MAX_UNITS_SCANNED_PER_GET,
     ) -> GetResult:
         """Up to ``max_messages`` messages (and about ``max_bytes``; at least one) from
-        ``queue_offset`` on. With ``tag``, only messages with exactly that tag: units are
-        filtered by tag hash, then the real tag is re-checked (hashes collide)."""
-        tags = None if tag is None or tag == _ALL_TAGS else frozenset((tag,))
+        ``queue_offset`` on. With ``tag`` (one tag, or a set: any of them), only messages with
+        that tag: units are filtered by tag hash, then the real tag is re-checked (hashes
+        collide). At most ``max_units_scanned`` units are looked at."""
+        tags = frozenset((tag,)) if isinstance(tag, str) and tag != _ALL_TAGS else None
+        if isinstance(tag, frozenset):
+            tags = tag
         messages, next_queue_offset, min_queue_offset, max_queue_offset = self._read_queue(
             topic,
             queue_id,
@@ -701,7 +705,7 @@ class MessageStore:
             max_messages,
             max_bytes,
             tags,
-            _MAX_UNITS_SCANNED_PER_GET,
+            max_units_scanned,
             self._commit_log.read_records,
             _record_tags,
         )

@@ -19,6 +19,7 @@ import pytest
 from raftlog.client.consumer import Consumer
 from raftlog.client.messages import Message, messages_from_records
 from raftlog.proto import client_pb2
+from tests.integration.test_cluster_api import wait_applied_everywhere
 from tests.support.inprocess_cluster import InProcessCluster, running_cluster
 
 PullStatus = client_pb2.PullStatus
@@ -28,7 +29,6 @@ QUEUE_ID = 1
 COUNT = 40
 BATCH = 12
 CALL_TIMEOUT_S = 5.0
-APPLY_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -67,21 +67,6 @@ def produce(
         results += response.results
     wait_applied_everywhere(cluster, response.raft_index)
     return results
-
-
-def wait_applied_everywhere(cluster: InProcessCluster, index: int) -> None:
-    deadline = time.monotonic() + APPLY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        applied = [
-            cluster.admin(n)
-            .ClusterStatus(client_pb2.ClusterStatusRequest(), timeout=CALL_TIMEOUT_S)
-            .applied_index
-            for n in cluster.nodes
-        ]
-        if min(applied) >= index:
-            return
-        time.sleep(0.02)
-    raise TimeoutError(f"not every member applied index {index} within {APPLY_TIMEOUT_S} s")
 
 
 @pytest.fixture(scope="module")
