@@ -176,13 +176,13 @@ class LinkProxy:
         # most _WAIT_S. A blackholed link reads nothing, so the bytes wait in the kernel.
         try:
             while not connection.closed.is_set() and not self._closing.is_set():
+                readable, _, _ = select.select([source], [], [], _WAIT_S)
+                # The mode is read after the wait: a link blackholed during it forwards
+                # nothing more, and what arrived stays in the kernel.
                 if self.mode == "blackhole":
                     connection.closed.wait(_WAIT_S)
                     continue
-                readable, _, _ = select.select([source], [], [], _WAIT_S)
-                # Look again: the link may have been blackholed during the wait, and what
-                # arrived since must stay in the kernel.
-                if not readable or self.mode == "blackhole":
+                if not readable:
                     continue
                 data = source.recv(_CHUNK_BYTES)
                 if not data:
