@@ -39,7 +39,10 @@ stop: $(STAMP)
 demo-store: $(STAMP)
 	$(RAFTLOG) demo --data-dir ./data/store-demo
 
-## make test: lint, types, import contracts, and the test suite.
+## make test: lint, types, import contracts, and the test suite: unit, simulation, real local
+## clusters, short chaos runs, and (when a Docker engine answers) the container tests, which
+## build raftlog:dev from this checkout first. Without Docker they are skipped and the last
+## lines of the run say so.
 test: lint typecheck contracts pytest
 
 lint: $(STAMP)
@@ -53,10 +56,10 @@ contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 pytest: $(STAMP)
-	SIM_SEEDS=$(SIM_SEEDS) $(VENV)/bin/pytest -q -m "not slow and not containers"
+	SIM_SEEDS=$(SIM_SEEDS) $(VENV)/bin/pytest -q -m "not slow"
 
-## make test-containers: tests/containers against a raftlog:dev cluster in Docker (builds the
-## image when missing; skips, saying why, when no Docker engine answers). Not in `make test`.
+## make test-containers: only tests/containers (a raftlog:dev cluster in Docker, the image
+## rebuilt from this checkout; skipped, saying why, when no Docker engine answers).
 .PHONY: test-containers
 test-containers: $(STAMP)
 	$(VENV)/bin/pytest -q -m containers tests/containers

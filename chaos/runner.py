@@ -27,7 +27,7 @@ from typing import Any
 from raftlog.chaos.checker import Report, check
 from raftlog.chaos.history import Recorder, ReplicaSnapshot, dumps_replicas, read_history
 from raftlog.chaos.nemesis import Nemesis, PlannedFault, describe, fault_kinds, plan
-from raftlog.chaos.target import LocalTarget, Target, wait_converged
+from raftlog.chaos.target import LocalTarget, Target, TargetError, wait_converged
 from raftlog.chaos.workload import Workload, WorkloadConfig, observe_leaders_once
 from raftlog.client import Admin, RaftlogError
 
@@ -54,6 +54,8 @@ class RunConfig:
     nodes: int = 3
     durability: str = "fsync"
     partitions: bool = False  # whether the target is built able to partition
+    target: str = "local"  # "local" (node processes) or "containers" (Docker)
+    image: str = "raftlog:dev"  # the node image, for the containers target
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
 
 
@@ -125,7 +127,7 @@ def _create_topic(target: Target, topic: str, queue_count: int) -> None:
     last_error: Exception | None = None
     for _ in range(int(_TOPIC_TIMEOUT_S / 0.5) + 1):
         try:
-            with Admin(target.client_addresses(), timeout_s=5.0) as admin:
+            with target.connect() as connection, Admin(connection, timeout_s=5.0) as admin:
                 admin.create_topic(topic, queue_count)
             return
         except RaftlogError as error:
@@ -137,7 +139,27 @@ def _create_topic(target: Target, topic: str, queue_count: int) -> None:
 
 
 def make_target(config: RunConfig, data_dir: Path) -> Target:
-    """The local target for this run (containers will be chosen here too)."""
+    """The run's target: node processes under ``data_dir``, or containers of
+    ``config.image`` (imported only then: it needs Docker and testcontainers)."""
+    if config.target == "containers":
+        try:
+            from raftlog.chaos.container_target import ContainerTarget
+        except ImportError as error:
+            raise RunError(
+                f"the containers target needs testcontainers (pip install 'raftlog[testing]'): "
+                f"{error}"
+            ) from None
+        try:
+            return ContainerTarget(
+                config.image,
+                config.nodes,
+                durability=config.durability,
+                log_dir=data_dir / CLUSTER_DIR,
+            )
+        except TargetError as error:
+            raise RunError(str(error)) from None
+    if config.target != "local":
+        raise RunError(f"unknown target {config.target!r}: local or containers")
     return LocalTarget(
         data_dir / CLUSTER_DIR,
         config.nodes,
@@ -146,15 +168,18 @@ def make_target(config: RunConfig, data_dir: Path) -> Target:
     )
 
 
-def run(config: RunConfig, *, out: Callable[[str], None] = print) -> RunResult:
-    """Run one chaos run; ``out`` receives the schedule and progress lines."""
+def run(
+    config: RunConfig, *, out: Callable[[str], None] = print, target: Target | None = None
+) -> RunResult:
+    """Run one chaos run; ``out`` receives the schedule and progress lines. ``target``: an
+    unstarted target to run against instead of the one ``config`` describes."""
     kinds = fault_kinds(config.faults)  # ValueError on an unknown fault name
     if config.duration_s <= 0:
         raise RunError(f"duration is {config.duration_s} s; it must be positive")
     data_dir = _prepare_dir(config.data_dir, config.seed)
     history_path = data_dir / HISTORY_FILE
     replicas_path = data_dir / REPLICAS_FILE
-    target = make_target(config, data_dir)
+    target = target if target is not None else make_target(config, data_dir)
     if any(k.startswith("partition") for k in kinds) and not target.supports_partitions:
         raise RunError(f"the {target.name} target cannot partition; leave out 'partition'")
     schedule = plan(config.seed, config.duration_s, config.faults, target.node_ids())

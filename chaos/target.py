@@ -6,7 +6,7 @@ SIGKILL, ``restart``, ``pause`` = SIGSTOP, ``resume`` = SIGCONT) and, when
 ``supports_partitions`` is True, network faults between nodes (``block`` directed links, computed
 for a partition into groups by :func:`partition_links`; ``heal``). At the end it reads every replica
 (:meth:`Target.read_replica`: whole queues from their first offset, and the digest of the
-committed CommitLog bytes). A container target will implement the same protocol.
+committed CommitLog bytes). chaos/container_target.py implements the same protocol over Docker.
 
 Rules this module keeps:
 - Only processes the target started are signalled, by PID, and only while LocalCluster
@@ -37,7 +37,7 @@ import grpc
 
 from raftlog.chaos.history import Entry, QueueKey, ReplicaSnapshot
 from raftlog.chaos.link_proxy import ProxyMesh
-from raftlog.client import Admin, ClusterStatus, RaftlogError
+from raftlog.client import Admin, ClusterStatus, Connection, RaftlogError
 from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
 
@@ -77,8 +77,9 @@ class Target(Protocol):
         """Every node, in a stable order."""
         ...
 
-    def client_addresses(self) -> list[str]:
-        """``host:port`` of every node, for clients."""
+    def connect(self) -> Connection:
+        """A new client connection to the cluster, from where the runner runs (the caller
+        closes it)."""
         ...
 
     def start(self) -> None:
@@ -144,7 +145,8 @@ def leader_of(target: Target) -> tuple[str, int] | None:
     return (leaders[0].node_id, leaders[0].term) if leaders else None
 
 
-def _view(status: ClusterStatus) -> NodeView:
+def status_view(status: ClusterStatus) -> NodeView:
+    """The chaos view of a node's ClusterStatus answer."""
     return NodeView(
         node_id=status.node_id,
         role=status.role,
@@ -160,7 +162,7 @@ def node_status(address: str, timeout_s: float = _STATUS_TIMEOUT_S) -> NodeView 
     """Ask the node at ``address`` (and only it) for its own view."""
     try:
         with Admin([address], timeout_s=timeout_s) as admin:
-            return _view(admin.cluster_status(address=address))
+            return status_view(admin.cluster_status(address=address))
     except RaftlogError:
         return None
 
@@ -263,8 +265,8 @@ class LocalTarget:
     def node_ids(self) -> list[str]:
         return list(self.cluster.nodes)
 
-    def client_addresses(self) -> list[str]:
-        return self.cluster.addresses
+    def connect(self) -> Connection:
+        return Connection(self.cluster.addresses)
 
     def address_of(self, node_id: str) -> str:
         """The node's real client address."""

@@ -42,6 +42,7 @@ from raftlog.chaos.history import (
 )
 from raftlog.chaos.target import Target
 from raftlog.client import (
+    Connection,
     Consumer,
     InvalidArgumentError,
     NotFoundError,
@@ -155,21 +156,22 @@ class Workload:
 
     def _produce(self, process: str, index: int) -> None:
         config = self._config
-        producer = Producer(
-            self._target.client_addresses(),
-            idempotent=True,
-            producer_id=f"chaos-{process}-{time.monotonic_ns()}",
-            timeout_s=config.send_timeout_s,
-            attempt_timeout_s=min(2.0, config.send_timeout_s),
-        )
-        try:
-            for number in range(1, MAX_OPS_PER_WORKER + 1):
-                if not self._running():
-                    break
-                self._send_one(producer, process, f"p{index + 1}-{number}", number)
-                self._stop.wait(config.send_interval_s)
-        finally:
-            producer.close(timeout_s=config.send_timeout_s)
+        with self._target.connect() as connection:
+            producer = Producer(
+                connection,
+                idempotent=True,
+                producer_id=f"chaos-{process}-{time.monotonic_ns()}",
+                timeout_s=config.send_timeout_s,
+                attempt_timeout_s=min(2.0, config.send_timeout_s),
+            )
+            try:
+                for number in range(1, MAX_OPS_PER_WORKER + 1):
+                    if not self._running():
+                        break
+                    self._send_one(producer, process, f"p{index + 1}-{number}", number)
+                    self._stop.wait(config.send_interval_s)
+            finally:
+                producer.close(timeout_s=config.send_timeout_s)
 
     def _send_one(self, producer: Producer, process: str, value: str, number: int) -> None:
         topic = self._config.topic
@@ -201,9 +203,9 @@ class Workload:
 
     # -- consumers -------------------------------------------------------------------------
 
-    def _open(self, group: str, queue_id: int) -> Consumer:
+    def _open(self, connection: Connection, group: str, queue_id: int) -> Consumer:
         return Consumer(
-            self._target.client_addresses(),
+            connection,
             group,
             self._config.topic,
             queue_ids=[queue_id],
@@ -212,10 +214,15 @@ class Workload:
         )
 
     def _consume(self, process: str, index: int) -> None:
+        # One connection per group: its consumers (and their reopened successors) share it.
+        with self._target.connect() as connection:
+            self._consume_on(connection, process, index)
+
+    def _consume_on(self, connection: Connection, process: str, index: int) -> None:
         config = self._config
         group = f"chaos-g{index + 1}"
         rng = random.Random(config.seed * 1000 + index)
-        consumers = {q: self._open(group, q) for q in range(config.queue_count)}
+        consumers = {q: self._open(connection, group, q) for q in range(config.queue_count)}
         committed: dict[int, int] = {}
         last_commit_s = time.monotonic()
         try:
@@ -231,7 +238,7 @@ class Workload:
                     self._commit_one(process, group, q, consumers[q], committed)
                     if rng.random() < _REOPEN_PROBABILITY:
                         consumers[q].close()
-                        consumers[q] = self._open(group, q)
+                        consumers[q] = self._open(connection, group, q)
             # A last commit, so the groups' offsets reflect what they consumed.
             for q in range(config.queue_count):
                 self._commit_one(process, group, q, consumers[q], committed)

@@ -73,6 +73,15 @@ def docker_available() -> str | None:
     return None
 
 
+def image_present(image: str) -> bool:
+    """Whether Docker has ``image`` locally (nothing is pulled)."""
+    try:
+        _docker().images.get(image)
+    except Exception:  # ImageNotFound, or no engine: either way it cannot be used
+        return False
+    return True
+
+
 def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 

@@ -1,10 +1,10 @@
-"""Fixtures for tests/containers: the raftlog:dev image (built once per session when missing),
-a fresh RaftlogCluster per test, and a session-end check that no container, network or
-volume of these tests is left in Docker.
+"""Fixtures for tests/containers: the raftlog:dev image (built from this checkout once per
+session), a fresh RaftlogCluster per test, and a session-end check that no container, network
+or volume of these tests is left in Docker.
 
-Every test module here sets ``pytestmark = pytest.mark.containers``: `make test` leaves
-them out, `make test-containers` runs them. Without a Docker engine they are skipped,
-with the reason.
+Every test module here sets ``pytestmark = pytest.mark.containers``: `make test` runs them
+(`make test-containers` runs only them). Without a Docker engine they are skipped, and the
+run's last lines say so with the reason.
 """
 
 from __future__ import annotations
@@ -18,34 +18,45 @@ from pathlib import Path
 import pytest
 
 from raftlog.testing import RaftlogCluster, docker_available, leftovers, remove_by_label
+from raftlog.testing.cluster import image_present
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("RAFTLOG_TEST_IMAGE", "raftlog:dev")
 BUILD_TIMEOUT_S = 600
 _RUN_IDS: list[str] = []
+_SKIP_REASON: str | None = None
 
 
 @pytest.fixture(scope="session")
 def raftlog_image() -> str:
+    """The node image under test. ``raftlog:dev`` is (re)built from this checkout once per
+    session, so these tests never run an image of older code: deploy/build-image is
+    idempotent and Docker's layer cache keeps an unchanged build to seconds (a source change
+    rebuilds raftlog's own two layers, about a minute here). RAFTLOG_TEST_IMAGE names an image
+    to test as it is."""
+    global _SKIP_REASON
     reason = docker_available()
     if reason is not None:
+        _SKIP_REASON = reason
         pytest.skip(f"container tests skipped: {reason}")
-    present = subprocess.run(
-        ["docker", "image", "inspect", IMAGE], capture_output=True, check=False
-    )
-    if present.returncode != 0:
-        if IMAGE != "raftlog:dev":
+    if IMAGE != "raftlog:dev":
+        if not image_present(IMAGE):
             pytest.fail(f"no image {IMAGE} (RAFTLOG_TEST_IMAGE); build it first")
-        started = time.monotonic()
-        env = {**os.environ, "PYTHON": str(REPO / ".venv" / "bin" / "python")}
-        subprocess.run(
-            [str(REPO / "deploy" / "build-image")],
-            cwd=REPO,
-            env=env,
-            check=True,
-            timeout=BUILD_TIMEOUT_S,
-        )
-        print(f"\nbuilt {IMAGE} in {time.monotonic() - started:.0f} s")
+        return IMAGE
+    started = time.monotonic()
+    env = {**os.environ, "PYTHON": str(REPO / ".venv" / "bin" / "python")}
+    built = subprocess.run(
+        [str(REPO / "deploy" / "build-image")],
+        cwd=REPO,
+        env=env,
+        check=False,
+        timeout=BUILD_TIMEOUT_S,
+        capture_output=True,
+        text=True,
+    )
+    if built.returncode != 0:
+        pytest.fail(f"deploy/build-image failed ({built.returncode}):\n{built.stderr[-3000:]}")
+    print(f"\nbuilt {IMAGE} in {time.monotonic() - started:.0f} s")
     return IMAGE
 
 
@@ -58,11 +69,14 @@ def cluster(raftlog_image: str) -> Iterator[RaftlogCluster]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if anything of these tests is still in Docker (and remove it)."""
+    """Say so when these tests could not run; fail the run if anything of these tests is
+    still in Docker (and remove it)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if _SKIP_REASON is not None and reporter is not None:
+        reporter.write_line(f"container tests: NOT RUN: {_SKIP_REASON}")
     if not _RUN_IDS:
         return
     left = [item for run_id in _RUN_IDS for item in leftovers(run_id)]
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if left:
         for run_id in _RUN_IDS:
             remove_by_label(run_id)

@@ -26,6 +26,7 @@ from raftlog.chaos.nemesis import (
     plan,
 )
 from raftlog.chaos.target import Link, NodeView, TargetError, partition_links
+from raftlog.client import Connection
 
 NODES = ["n1", "n2", "n3"]
 
@@ -95,8 +96,8 @@ class FakeTarget:
     def node_ids(self) -> list[str]:
         return list(NODES)
 
-    def client_addresses(self) -> list[str]:
-        return []
+    def connect(self) -> Connection:  # pragma: no cover - the nemesis opens no client
+        raise AssertionError("the nemesis must not open a client connection")
 
     def start(self) -> None: ...
 
