@@ -193,6 +193,10 @@ class Replica:
         self._applied_index = raft_log.first_index() - 1
         self._visible_end = 0
         self._visible = threading.Condition()
+        # Notified when the role or the known leader changes (writes wait for a leader).
+        self._leader_changed = threading.Condition()
+        # An election outlasts one randomised timeout only after a split vote.
+        self._leader_wait_bound_s = 2 * (2 * settings.election_ticks * settings.tick_ms / 1000)
         self._write_ready = False
         self._term_start_index = 0
         self._stopping = threading.Event()
@@ -239,6 +243,8 @@ class Replica:
         self._fail_all(ShuttingDownError("the node is shutting down"))
         with self._visible:
             self._visible.notify_all()
+        with self._leader_changed:
+            self._leader_changed.notify_all()
 
     # ------------------------------------------------------------------ inbox
 
@@ -493,6 +499,8 @@ class Replica:
             self._fail_unproposed(self._deferred)
             self._deferred = []
         self._view = self._build_view()
+        with self._leader_changed:
+            self._leader_changed.notify_all()
 
     def _check_write_ready(self) -> None:
         if (
@@ -766,8 +774,21 @@ class Replica:
                 f"({segment_size} bytes) must hold it: send smaller batches"
             )
 
-    def _check_leader_now(self) -> None:
+    def _check_leader_now(self, wait_s: float = 0.0) -> None:
+        """Raise NotLeaderError unless this member leads. With ``wait_s``, a member that
+        knows no leader (an election is under way) first waits up to that long for one, so
+        the caller gets a redirect the moment a leader is elected rather than backing off
+        and guessing when to retry."""
         view = self._view
+        if view.leader_id is None and wait_s > 0:
+            deadline = time.monotonic() + min(wait_s, self._leader_wait_bound_s)
+            with self._leader_changed:
+                while self._view.leader_id is None and not self._stopping.is_set():
+                    remaining_s = deadline - time.monotonic()
+                    if remaining_s <= 0:
+                        break
+                    self._leader_changed.wait(remaining_s)
+            view = self._view
         if view.role != "leader":
             leader = view.leader_id
             if leader is None:
@@ -782,7 +803,7 @@ class Replica:
         sequence: int,
         timeout_s: float,
     ) -> ProduceOutcome:
-        self._check_leader_now()
+        self._check_leader_now(wait_s=timeout_s)
         self._store.check_writable()
         for topic in {m.topic for m in messages}:
             if is_reserved_topic(topic):
@@ -799,7 +820,7 @@ class Replica:
         sequence: int,
         timeout_s: float,
     ) -> ProduceOutcome:
-        self._check_leader_now()
+        self._check_leader_now(wait_s=timeout_s)
         self._store.check_writable()
         entries = self._store.check_encoded(records)
         for (record_topic, _), _ in entries:

@@ -1,17 +1,22 @@
 """A SIGKILLed leader is replaced within a few ticks, not an election timeout: its followers
 see its peer stream end (node/peer_service.py) and forget it (raft forget_leader), so with
 pre-vote and check-quorum on they elect a successor at once. A killed follower changes
-nothing: the leader keeps its term."""
+nothing: the leader keeps its term. A write sent to a member that knows no leader waits for
+the election instead of failing at once, so the client need not guess when to retry."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
+from raftlog.client.admin import Admin
 from raftlog.node.local_cluster import LocalCluster
+from raftlog.proto import client_pb2, client_pb2_grpc
 from tests.integration.test_failover import leader_address, status
 
 # Election timeout 40 ticks x 50 ms = 2 s (randomised up to 4 s): without the early
@@ -55,3 +60,34 @@ def test_a_killed_follower_leaves_the_leader_and_its_term_alone(cluster: LocalCl
     time.sleep(1.0)
     answer = status(leader)
     assert (leader_address(cluster), answer.term) == (leader, term)
+
+
+def test_a_write_to_a_member_that_knows_no_leader_waits_for_the_election(
+    cluster: LocalCluster,
+) -> None:
+    with Admin(cluster.addresses) as admin:
+        admin.create_topic("t", queue_count=1)
+    leader = leader_address(cluster)
+    lagging, survivor = [a for a in cluster.addresses if a != leader]
+    cluster.kill(_node_at(cluster, leader))
+    cluster.kill(_node_at(cluster, lagging))
+    deadline = time.monotonic() + 10
+    while status(survivor).leader_id and time.monotonic() < deadline:
+        time.sleep(0.02)  # it forgets the dead leader when that leader's stream ends
+    assert not status(survivor).leader_id
+    # Alone, the survivor cannot elect anyone; a peer comes back while the write waits.
+    restarter = threading.Thread(target=cluster.restart, args=(_node_at(cluster, lagging),))
+    restarter.start()
+    request = client_pb2.ProduceRequest(
+        topic="t", messages=[client_pb2.ProduceMessage(queue_id=0, body=b"x")]
+    )
+    try:
+        with grpc.insecure_channel(survivor) as channel:
+            stub = client_pb2_grpc.ProducerStub(channel)
+            try:
+                stub.Produce(request, timeout=20)
+            except grpc.RpcError as error:
+                # Not UNAVAILABLE ("no leader"): a redirect to the newly elected leader.
+                assert error.code() is grpc.StatusCode.FAILED_PRECONDITION, error
+    finally:
+        restarter.join(60)
