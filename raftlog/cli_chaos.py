@@ -10,6 +10,7 @@ imported only when the command runs.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from pathlib import Path
 
 from raftlog.cli_common import EXIT_FAILED, EXIT_OK, UsageError
@@ -63,12 +64,38 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--durability", choices=("fsync", "write"), default="fsync")
     run.add_argument("--producers", type=int, default=3, help="producer threads (default 3)")
     run.add_argument("--groups", type=int, default=2, help="consumer groups (default 2)")
+    run.add_argument(
+        "--png",
+        type=Path,
+        help="write a PNG timeline here: acknowledged sends/s, faults, leader changes (matplotlib)",
+    )
     run.set_defaults(handler=_run)
     check = actions.add_parser("check", help="check a stored history and replicas again")
     check.add_argument("history", type=Path, help="history.jsonl of a run")
     check.add_argument("replicas", type=Path, help="replicas.jsonl of the same run")
     check.add_argument("--json", type=Path, help="write the report here as JSON")
+    check.add_argument(
+        "--png",
+        type=Path,
+        help="write a PNG timeline here: acknowledged sends/s, faults, leader changes (matplotlib)",
+    )
     check.set_defaults(handler=_check)
+
+
+def _require_matplotlib(png: Path | None) -> None:
+    """Refuse --png before a run when the timeline could not be drawn after it."""
+    if png is not None and importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--png needs matplotlib (pip install 'raftlog[bench]')")
+
+
+def _write_timeline(history: Path, png: Path | None, title: str) -> None:
+    if png is None:
+        return
+    from raftlog.chaos.history import read_history
+    from raftlog.chaos.timeline import timeline_of, write_png
+
+    write_png(timeline_of(read_history(history)), png, title)
+    print(f"timeline: {png}")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -83,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--faults: {error}") from None
     if args.nodes < 1 or args.producers < 1 or args.groups < 0:
         raise UsageError("--nodes and --producers must be at least 1, --groups at least 0")
+    _require_matplotlib(args.png)
     config = RunConfig(
         duration_s=args.duration,
         faults=faults,
@@ -103,6 +131,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json(result, args.json)
         print(f"json: {args.json}")
+    verdict = "valid" if result.valid else "INVALID"
+    title = f"chaos run, seed {args.seed}, {args.target}, faults {args.faults}: {verdict}"
+    _write_timeline(result.history_path, args.png, title)
     return EXIT_OK if result.valid else EXIT_FAILED
 
 
@@ -110,10 +141,13 @@ def _check(args: argparse.Namespace) -> int:
     from raftlog.chaos.checker import check
     from raftlog.chaos.history import loads_replicas, read_history
 
+    _require_matplotlib(args.png)
     report = check(
         read_history(args.history), loads_replicas(args.replicas.read_text(encoding="utf-8"))
     )
     print(report.render())
     if args.json is not None:
         args.json.write_text(report.to_json(), encoding="utf-8")
+    verdict = "valid" if report.valid else "INVALID"
+    _write_timeline(args.history, args.png, f"chaos check of {args.history}: {verdict}")
     return EXIT_OK if report.valid else EXIT_FAILED
