@@ -58,6 +58,8 @@ class ContainerTarget:
 
     name = "containers"
     supports_partitions = True
+    # Latency needs netem, which this kernel lacks, or a proxy between the containers.
+    supports_latency = False
 
     def __init__(
         self,
@@ -183,6 +185,9 @@ class ContainerTarget:
             except (ClusterError, KeyError) as error:
                 raise TargetError(f"block {source} -> {target} failed: {error}") from error
             self._rules.append((target, rule))
+
+    def delay(self, links: Collection[Link], delay_ms: int) -> None:
+        raise TargetError("the containers target cannot slow links (no netem here)")
 
     def _address(self, node_id: str) -> str:
         try:

@@ -12,7 +12,10 @@ three modes:
   refused, noisy failure: the sender learns quickly);
 * ``blackhole``: connections stay open and new ones are accepted, but no byte is read or
   forwarded (a silent stall: the sender only learns through its keepalive timeouts). On
-  ``pass`` again, the bytes waiting in the kernel flow on, in order, as after a long delay.
+  ``pass`` again, the bytes waiting in the kernel flow on, in order, as after a long delay;
+* ``delay``: bytes are forwarded both ways, each read held ``delay_ms`` first (a slow link:
+  what arrives while a read is held waits in the kernel and goes with the next read, so a
+  byte is delayed by ``delay_ms`` to twice that, and order is kept).
 
 :class:`ProxyMesh` holds one proxy per ordered pair of nodes and gives each node its peers map
 (its own entry stays its real address, as node/config.py requires; the others are proxies).
@@ -34,12 +37,13 @@ from collections.abc import Collection, Mapping
 from typing import Literal, TypeAlias
 
 HOST = "127.0.0.1"
-Mode: TypeAlias = Literal["pass", "drop", "blackhole"]
-MODES: tuple[Mode, ...] = ("pass", "drop", "blackhole")
+Mode: TypeAlias = Literal["pass", "drop", "blackhole", "delay"]
+MODES: tuple[Mode, ...] = ("pass", "drop", "blackhole", "delay")
 _WAIT_S = 0.1
 _CHUNK_BYTES = 256 * 1024
 _CONNECT_TIMEOUT_S = 2.0
 _JOIN_TIMEOUT_S = 2.0
+_MAX_DELAY_MS = 10_000
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -71,6 +75,7 @@ class LinkProxy:
         self.name = name
         self.upstream = upstream
         self._mode: Mode = "pass"
+        self._delay_s = 0.0
         self._lock = threading.Lock()
         self._connections: list[_Connection] = []
         self._threads: list[threading.Thread] = []
@@ -107,12 +112,16 @@ class LinkProxy:
         with self._lock:
             return self._mode
 
-    def set_mode(self, mode: Mode) -> None:
-        """Switch the link to ``mode``; ``drop`` closes the open connections at once."""
+    def set_mode(self, mode: Mode, delay_ms: int = 0) -> None:
+        """Switch the link to ``mode``; ``drop`` closes the open connections at once;
+        ``delay`` holds each read ``delay_ms`` (0 to 10,000)."""
         if mode not in MODES:
             raise ValueError(f"unknown link mode {mode!r}")
+        if not 0 <= delay_ms <= _MAX_DELAY_MS:
+            raise ValueError(f"delay_ms {delay_ms} is outside 0..{_MAX_DELAY_MS}")
         with self._lock:
             self._mode = mode
+            self._delay_s = delay_ms / 1000 if mode == "delay" else 0.0
             doomed = list(self._connections) if mode == "drop" else []
         for connection in doomed:
             connection.close()
@@ -187,6 +196,9 @@ class LinkProxy:
                 data = source.recv(_CHUNK_BYTES)
                 if not data:
                     break
+                delay_s = self._delay_s
+                if delay_s and connection.closed.wait(delay_s):
+                    break
                 sink.sendall(data)
         except (OSError, ValueError):
             pass  # a socket closed under us: the connection is over
@@ -222,10 +234,14 @@ class ProxyMesh:
             for other, address in self.addresses.items()
         }
 
-    def block(self, links: Collection[tuple[str, str]], mode: Mode) -> None:
-        """Put exactly ``links`` in ``mode`` and every other link back to ``pass``."""
+    def block(self, links: Collection[tuple[str, str]], mode: Mode, delay_ms: int = 0) -> None:
+        """Put exactly ``links`` in ``mode`` (with ``delay_ms`` for ``delay``) and every other
+        link back to ``pass``."""
         for key, proxy in self.links.items():
-            proxy.set_mode(mode if key in links else "pass")
+            if key in links:
+                proxy.set_mode(mode, delay_ms)
+            else:
+                proxy.set_mode("pass")
 
     def heal(self) -> None:
         """Every link back to ``pass``."""

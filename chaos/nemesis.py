@@ -9,12 +9,16 @@ Fault kinds (``--faults`` names in brackets):
 * ``partition-halves`` [partition]: split the nodes into a minority and a majority;
 * ``partition-isolate-leader`` [partition]: cut the current leader off from everyone;
 * ``partition-one-way`` [partition]: drop traffic in one direction between two nodes;
-* ``partition-bridge`` [partition]: two sides that only one node (the bridge) talks to.
+* ``partition-bridge`` [partition]: two sides that only one node (the bridge) talks to;
+* ``latency-leader`` [latency]: slow every link to and from the leader by a seeded
+  20-200 ms (the local target's link proxies; the containers target has no netem).
 
 Rules this module keeps:
 - The schedule depends only on (seed, duration, fault names, node ids): ``plan`` draws from
   its own ``random.Random(seed)``, so the same seed gives the same schedule (``describe``
-  prints it). Who "leader" is gets resolved when the fault starts, and is recorded.
+  prints it). A latency fault's delay is drawn only for latency faults, so adding the family
+  left the schedules of every other fault list as they were. Who "leader" is gets resolved
+  when the fault starts, and is recorded.
 - Faults never overlap: each holds 1-5 s, then is healed, then a quiet gap (2-5 s) follows;
   the first fault waits a few seconds and the last ends a few seconds before the duration.
 - A fault is recorded as ``fault-start`` once applied (``fail`` if it could not be) and
@@ -42,18 +46,24 @@ PARTITION_ISOLATE_LEADER = "partition-isolate-leader"
 PARTITION_ONE_WAY = "partition-one-way"
 PARTITION_BRIDGE = "partition-bridge"
 PARTITION_KINDS = (PARTITION_HALVES, PARTITION_ISOLATE_LEADER, PARTITION_ONE_WAY, PARTITION_BRIDGE)
+LATENCY_LEADER = "latency-leader"
+# The kinds that act on links between nodes (the local target needs its proxies for them).
+LINK_KINDS = (*PARTITION_KINDS, LATENCY_LEADER)
 # What each --faults name expands to.
 FAULT_FAMILIES: dict[str, tuple[str, ...]] = {
     KILL: (KILL,),
     PAUSE: (PAUSE,),
     ROLLING_RESTART: (ROLLING_RESTART,),
     "partition": PARTITION_KINDS,
+    "latency": (LATENCY_LEADER,),
 }
 # A symbolic target resolved when the fault starts.
 LEADER = "leader"
 
 MIN_HOLD_S = 1.0
 MAX_HOLD_S = 5.0
+MIN_DELAY_MS = 20
+MAX_DELAY_MS = 200
 MIN_GAP_S = 2.0
 MAX_GAP_S = 5.0
 FIRST_FAULT_S = 3.0
@@ -69,17 +79,19 @@ _PROCESS = "nemesis"
 class PlannedFault:
     """One fault of the schedule: it starts ``at_s`` seconds into the run, holds ``hold_s``
     seconds, and targets ``targets`` (node ids or ``"leader"``; for a bridge, the bridge node
-    first; for one-way, (from, to))."""
+    first; for one-way, (from, to)). ``delay_ms``: a latency fault's added delay."""
 
     at_s: float
     kind: str
     hold_s: float
     targets: tuple[str, ...]
+    delay_ms: int = 0
 
     def describe(self) -> str:
         """One line: ``+  3.00 s  kill [leader] for 2.41 s``."""
         hold = "" if self.kind == ROLLING_RESTART else f" for {self.hold_s:.2f} s"
-        return f"+{self.at_s:7.2f} s  {self.kind} [{', '.join(self.targets)}]{hold}"
+        delay = f" (+{self.delay_ms} ms)" if self.kind == LATENCY_LEADER else ""
+        return f"+{self.at_s:7.2f} s  {self.kind} [{', '.join(self.targets)}]{delay}{hold}"
 
 
 def fault_kinds(names: Sequence[str]) -> list[str]:
@@ -102,7 +114,7 @@ def _targets(rng: random.Random, kind: str, node_ids: Sequence[str]) -> tuple[st
         return (LEADER,) if rng.random() < 0.5 else (rng.choice(nodes),)
     if kind == ROLLING_RESTART:
         return tuple(nodes)
-    if kind == PARTITION_ISOLATE_LEADER:
+    if kind in (PARTITION_ISOLATE_LEADER, LATENCY_LEADER):
         return (LEADER,)
     if kind == PARTITION_HALVES:
         rng.shuffle(nodes)
@@ -127,11 +139,12 @@ def plan(
         kind = rng.choice(kinds)
         hold_s = round(rng.uniform(MIN_HOLD_S, MAX_HOLD_S), 2)
         targets = _targets(rng, kind, node_ids)
+        delay_ms = rng.randint(MIN_DELAY_MS, MAX_DELAY_MS) if kind == LATENCY_LEADER else 0
         gap_s = round(rng.uniform(MIN_GAP_S, MAX_GAP_S), 2)
         busy_s = ROLLING_RESTART_PER_NODE_S * len(node_ids) if kind == ROLLING_RESTART else hold_s
         if at_s + busy_s > duration_s - QUIET_TAIL_S:
             break
-        schedule.append(PlannedFault(round(at_s, 2), kind, hold_s, targets))
+        schedule.append(PlannedFault(round(at_s, 2), kind, hold_s, targets, delay_ms))
         at_s += busy_s + gap_s
     return schedule
 
@@ -241,7 +254,7 @@ class Nemesis:
         links: set[Link] = set()
         if fault.kind in (KILL, PAUSE):
             targets: tuple[str, ...] = (self._resolve(fault.targets[0]),)
-        elif fault.kind == PARTITION_ISOLATE_LEADER:
+        elif fault.kind in (PARTITION_ISOLATE_LEADER, LATENCY_LEADER):
             leader = self._resolve(LEADER)
             targets = (leader,)
             links = partition_links(nodes, [[leader], [n for n in nodes if n != leader]])
@@ -271,6 +284,11 @@ class Nemesis:
             elif fault.kind == PAUSE:
                 self._target.pause(targets[0])
                 self._paused.add(targets[0])
+            elif fault.kind == LATENCY_LEADER:
+                if not self._target.supports_latency:
+                    raise TargetError(f"the {self._target.name} target cannot slow links")
+                self._partitioned = True  # set first: a half-applied delay is healed too
+                self._target.delay(links, fault.delay_ms)
             else:
                 if not self._target.supports_partitions:
                     raise TargetError(f"the {self._target.name} target cannot partition")

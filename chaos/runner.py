@@ -26,7 +26,15 @@ from typing import Any
 
 from raftlog.chaos.checker import Report, check
 from raftlog.chaos.history import Recorder, ReplicaSnapshot, dumps_replicas, read_history
-from raftlog.chaos.nemesis import Nemesis, PlannedFault, describe, fault_kinds, plan
+from raftlog.chaos.nemesis import (
+    LATENCY_LEADER,
+    PARTITION_KINDS,
+    Nemesis,
+    PlannedFault,
+    describe,
+    fault_kinds,
+    plan,
+)
 from raftlog.chaos.target import LocalTarget, Target, TargetError, wait_converged
 from raftlog.chaos.workload import Workload, WorkloadConfig, observe_leaders_once
 from raftlog.client import Admin, RaftlogError
@@ -53,7 +61,7 @@ class RunConfig:
     data_dir: Path | None = None
     nodes: int = 3
     durability: str = "fsync"
-    partitions: bool = False  # whether the target is built able to partition
+    partitions: bool = False  # whether a local target gets link proxies (partition, latency)
     target: str = "local"  # "local" (node processes) or "containers" (Docker)
     image: str = "raftlog:dev"  # the node image, for the containers target
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
@@ -180,8 +188,10 @@ def run(
     history_path = data_dir / HISTORY_FILE
     replicas_path = data_dir / REPLICAS_FILE
     target = target if target is not None else make_target(config, data_dir)
-    if any(k.startswith("partition") for k in kinds) and not target.supports_partitions:
+    if any(k in PARTITION_KINDS for k in kinds) and not target.supports_partitions:
         raise RunError(f"the {target.name} target cannot partition; leave out 'partition'")
+    if LATENCY_LEADER in kinds and not target.supports_latency:
+        raise RunError(f"the {target.name} target cannot slow links; leave out 'latency'")
     schedule = plan(config.seed, config.duration_s, config.faults, target.node_ids())
     out(describe(schedule, config.seed))
     out(f"data: {data_dir}")

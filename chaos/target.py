@@ -72,6 +72,7 @@ class Target(Protocol):
 
     name: str
     supports_partitions: bool
+    supports_latency: bool
 
     def node_ids(self) -> list[str]:
         """Every node, in a stable order."""
@@ -111,6 +112,11 @@ class Target(Protocol):
         """Drop traffic on these directed links (only with ``supports_partitions``);
         replaces any earlier block. ``silent``: the traffic vanishes (a blackhole the sender
         only notices by timeouts) instead of connections being refused."""
+        ...
+
+    def delay(self, links: Collection[Link], delay_ms: int) -> None:
+        """Slow these directed links by about ``delay_ms`` (only with ``supports_latency``);
+        replaces any earlier block or delay."""
         ...
 
     def heal(self) -> None:
@@ -252,7 +258,7 @@ class LocalTarget:
             extra_args=extra_args,
         )
         self.start_timeout_s = start_timeout_s
-        self.supports_partitions = partitions
+        self.supports_partitions = self.supports_latency = partitions
         self.mesh: ProxyMesh | None = None
         if partitions:
             self.mesh = ProxyMesh({n: node.address for n, node in self.cluster.nodes.items()})
@@ -333,12 +339,21 @@ class LocalTarget:
     # -- network faults --------------------------------------------------------------------
 
     def block(self, links: Collection[Link], *, silent: bool = False) -> None:
+        self._links_of_mesh(links).block(links, "blackhole" if silent else "drop")
+
+    def delay(self, links: Collection[Link], delay_ms: int) -> None:
+        try:
+            self._links_of_mesh(links).block(links, "delay", delay_ms)
+        except ValueError as error:
+            raise TargetError(str(error)) from error
+
+    def _links_of_mesh(self, links: Collection[Link]) -> ProxyMesh:
         if self.mesh is None:
             raise TargetError("this local target was started without link proxies")
         unknown = [link for link in links if link not in self.mesh.links]
         if unknown:
             raise TargetError(f"no such link: {unknown[0][0]} -> {unknown[0][1]}")
-        self.mesh.block(links, "blackhole" if silent else "drop")
+        return self.mesh
 
     def heal(self) -> None:
         if self.mesh is not None:

@@ -48,7 +48,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--faults",
         default="kill,pause",
-        help="comma-separated: kill, pause, rolling-restart, partition (default kill,pause)",
+        help="comma-separated: kill, pause, rolling-restart, partition, latency "
+        "(default kill,pause)",
     )
     run.add_argument("--seed", type=int, default=1, help="the nemesis seed (default 1)")
     run.add_argument("--json", type=Path, help="write the report and schedule here as JSON")
@@ -99,7 +100,7 @@ def _write_timeline(history: Path, png: Path | None, title: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from raftlog.chaos.nemesis import fault_kinds
+    from raftlog.chaos.nemesis import LINK_KINDS, fault_kinds
     from raftlog.chaos.runner import RunConfig, RunError, run, write_json
     from raftlog.chaos.workload import WorkloadConfig
 
@@ -118,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         nodes=args.nodes,
         durability=args.durability,
-        partitions=any(k.startswith("partition") for k in kinds),
+        partitions=any(k in LINK_KINDS for k in kinds),
         target=args.target,
         image=args.image,
         workload=WorkloadConfig(producers=args.producers, groups=args.groups, seed=args.seed),

@@ -1,13 +1,15 @@
 """The userspace link proxy against a local echo server: bytes pass both ways; ``drop``
 closes open connections and refuses new ones; ``blackhole`` keeps connections open but
-forwards nothing until healed, then delivers what waited, in order; a mesh gives each node its
-own real address and proxies for the others."""
+forwards nothing until healed, then delivers what waited, in order; ``delay`` forwards every
+read late, in order; a mesh gives each node its own real address and proxies for the
+others."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -106,6 +108,46 @@ def test_blackhole_stalls_then_delivers_in_order(echo_address: str) -> None:
                 if received == b"one,two":
                     break
             assert received == b"one,two"
+    finally:
+        proxy.close()
+
+
+def _echo_round_trip_s(client: socket.socket, payload: bytes) -> float:
+    started = time.monotonic()
+    client.sendall(payload)
+    received = b""
+    for _ in range(100):
+        received += client.recv(4096)
+        if len(received) >= len(payload):
+            break
+    assert received == payload
+    return time.monotonic() - started
+
+
+def test_delay_slows_each_direction_and_keeps_order(echo_address: str) -> None:
+    proxy = LinkProxy("a->b", echo_address)
+    try:
+        with _connect(proxy) as client:
+            fast_s = _echo_round_trip_s(client, b"warm")
+            proxy.set_mode("delay", 150)
+            # Both directions of the link are held: at least two delays per round trip.
+            slow_s = _echo_round_trip_s(client, b"one,two,three")
+            proxy.set_mode("pass")
+            healed_s = _echo_round_trip_s(client, b"back")
+        assert slow_s >= 0.3, slow_s
+        assert fast_s < 0.15 and healed_s < 0.15, (fast_s, healed_s)
+    finally:
+        proxy.close()
+
+
+def test_a_delay_out_of_range_is_refused(echo_address: str) -> None:
+    proxy = LinkProxy("a->b", echo_address)
+    try:
+        with pytest.raises(ValueError, match="outside"):
+            proxy.set_mode("delay", -1)
+        with pytest.raises(ValueError, match="outside"):
+            proxy.set_mode("delay", 10_001)
+        assert proxy.mode == "pass"
     finally:
         proxy.close()
 

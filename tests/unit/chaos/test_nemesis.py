@@ -12,6 +12,7 @@ import pytest
 from raftlog.chaos.history import FAULT_END, FAULT_START, FaultValue, Recorder
 from raftlog.chaos.nemesis import (
     KILL,
+    LATENCY_LEADER,
     MAX_HOLD_S,
     MIN_GAP_S,
     MIN_HOLD_S,
@@ -89,6 +90,7 @@ class FakeTarget:
 
     name = "fake"
     supports_partitions = True
+    supports_latency = True
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, ...]] = []
@@ -120,6 +122,9 @@ class FakeTarget:
     def block(self, links: Collection[Link], *, silent: bool = False) -> None:
         mode = "silent" if silent else "refuse"
         self.calls.append(("block", mode, *sorted(f"{a}>{b}" for a, b in links)))
+
+    def delay(self, links: Collection[Link], delay_ms: int) -> None:
+        self.calls.append(("delay", str(delay_ms), *sorted(f"{a}>{b}" for a, b in links)))
 
     def heal(self) -> None:
         self.calls.append(("heal",))
@@ -159,4 +164,37 @@ def test_nemesis_applies_records_and_heals() -> None:
         ("ok", FAULT_END, FaultValue("partition-one-way", ("n1", "n2"))),
         ("ok", FAULT_START, FaultValue(ROLLING_RESTART, ("n1", "n2"))),
         ("ok", FAULT_END, FaultValue(ROLLING_RESTART, ("n1", "n2"))),
+    ]
+
+
+def test_latency_slows_every_link_of_the_leader_then_heals() -> None:
+    target = FakeTarget()
+    recorder = Recorder()
+    Nemesis(target, recorder, [PlannedFault(0.0, LATENCY_LEADER, 0.01, ("leader",), 120)]).run(0.0)
+    assert target.calls == [
+        ("delay", "120", "n1>n2", "n1>n3", "n2>n1", "n3>n1"),
+        ("heal",),
+    ]
+    assert [(op.f, op.value) for op in recorder.ops()] == [
+        (FAULT_START, FaultValue(LATENCY_LEADER, ("n1",))),
+        (FAULT_END, FaultValue(LATENCY_LEADER, ("n1",))),
+    ]
+
+
+def test_latency_delays_are_seeded_and_bounded() -> None:
+    schedule = plan(11, 300.0, ["latency"], NODES)
+    assert schedule and schedule == plan(11, 300.0, ["latency"], NODES)
+    assert all(20 <= f.delay_ms <= 200 for f in schedule)
+    assert len({f.delay_ms for f in schedule}) > 1
+    assert "(+" in schedule[0].describe()
+
+
+def test_adding_latency_keeps_other_schedules() -> None:
+    # The delay is drawn only for latency faults: seeds used by CI keep their schedules.
+    without = plan(7, 60.0, ["kill", "pause"], NODES)
+    assert all(f.delay_ms == 0 for f in without)
+    assert [f.kind for f in plan(3, 25.0, ["kill", "pause", "partition"], NODES)] == [
+        PAUSE,
+        "partition-isolate-leader",
+        KILL,
     ]
