@@ -203,9 +203,16 @@ def test_kustomize_builds_every_object_into_the_namespace(manifests: Manifests) 
     assert sorted((o["kind"], o["metadata"]["name"]) for o in built) == sorted(
         (o["kind"], o["metadata"]["name"]) for _, o in manifests.objects
     )
-    namespaced = [o for o in built if o["kind"] != "Namespace"]
-    assert {o["metadata"].get("namespace") for o in namespaced} == {manifests.namespace}
-    assert manifests.one("Namespace")["metadata"]["name"] == manifests.namespace
+    assert {o["metadata"].get("namespace") for o in built} == {manifests.namespace}
+
+
+def test_delete_by_kustomization_keeps_the_data(manifests: Manifests) -> None:
+    """`kubectl delete -k` deletes what the kustomization lists: neither the claims nor the
+    namespace (deleting it would delete the claims in it)."""
+    kinds = {obj["kind"] for _, obj in manifests.objects}
+    assert not kinds & {"Namespace", "PersistentVolumeClaim"}
+    retention = manifests.one("StatefulSet")["spec"]["persistentVolumeClaimRetentionPolicy"]
+    assert retention == {"whenDeleted": "Retain", "whenScaled": "Retain"}
 
 
 def test_kustomize_overlay_replaces_the_image(tmp_path: Path) -> None:
