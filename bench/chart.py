@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 PANELS = (
     ("Throughput (msgs/s, log scale)", ("produce", "consume"), True),
-    ("Sync produce latency (ms)", ("latency-p50", "latency-p99"), False),
+    ("Sync produce latency (ms, log scale)", ("latency-p50", "latency-p99"), True),
     ("Failover: kill -9 leader to first ack (s)", ("failover",), False),
     ("raftlog produce by queue count (msgs/s)", ("queues",), False),
 )
@@ -25,7 +25,8 @@ COLOURS = {"raftlog": "#1f77b4", "nats": "#ff7f0e"}
 
 def _label(figure: Figure) -> str:
     if figure.figure == "queues":
-        return f"{figure.queue_count:,} queues"
+        count = figure.queue_count or 0
+        return f"{count:,} queue{'s' if count > 1 else ''}"
     if figure.figure == "failover":
         return figure.durability
     return f"{figure.figure}\n{figure.durability} {figure.body_bytes} B"

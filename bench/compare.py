@@ -111,6 +111,8 @@ class Plan:
     failover_runs: int  # per round, per system
     queue_counts: tuple[int, ...]
     queues: Budget
+    # The queue counts run on one cluster, so more rounds cost little and steady the medians.
+    queue_rounds: int
 
 
 @dataclass(slots=True)
@@ -354,7 +356,7 @@ def _queue_round(plan: Plan, root: str, recorder: Recorder) -> None:
             QUEUE_BATCH,
             QUEUE_WINDOW,
             plan.queues,
-            plan.rounds,
+            plan.queue_rounds,
             record,
         )
 
@@ -452,7 +454,7 @@ def evaluate_targets(figures: Sequence[Figure]) -> list[dict[str, object]]:
     if len(scaling) >= 2 and scaling[0].raftlog and scaling[-1].raftlog is not None:
         ratio = scaling[-1].raftlog / scaling[0].raftlog
         target = f"{scaling[-1].queue_count:,} queues >= 90% of {scaling[0].queue_count:,} queue"
-        check(target, ratio, ratio >= 0.9, f"{ratio:.0%}")
+        check(target, ratio, ratio >= 0.9, f"{ratio:.1%}")
     return results
 
 
@@ -543,6 +545,7 @@ def _plan(args: argparse.Namespace) -> Plan:
             failover_runs=1,
             queue_counts=QUICK_QUEUE_COUNTS,
             queues=Budget(2_000, 0.3),
+            queue_rounds=1,
         )
     return Plan(
         rounds=args.rounds,
@@ -553,6 +556,7 @@ def _plan(args: argparse.Namespace) -> Plan:
         failover_runs=args.failover_runs,
         queue_counts=QUEUE_COUNTS,
         queues=Budget(500_000, args.max_seconds),
+        queue_rounds=2 * args.rounds,
     )
 
 
