@@ -179,6 +179,9 @@ class Replica:
                 heartbeat_ticks=settings.heartbeat_ticks,
                 max_uncommitted_bytes=settings.max_inflight_bytes,
                 preferred_leader=settings.preferred_leader,
+                # A lone write: one APPEND and one ack per follower, and followers apply
+                # after acknowledging the next write, not in its way (raft/config.py).
+                announce_commit_on_tick=True,
             ),
             raft_log,
             random.Random(),

@@ -34,6 +34,12 @@ class Config:
     preferred_leader: NodeId | None = None
     """When set, a leader that is not the preferred one transfers leadership to it once the
     preferred node has caught up."""
+    announce_commit_on_tick: bool = False
+    """When True, the leader tells followers a new commit index with its next APPEND (usually
+    the next write's) or at its next tick, instead of sending every follower an APPEND of its
+    own at once: a lone write then costs one APPEND and one acknowledgement per follower, not
+    two, and followers apply it after acknowledging the next write instead of in its way.
+    Followers learn commits up to one tick later when no write follows."""
     applied_index: int = 0
     """The last index the application had applied before a restart."""
     planted_bugs: frozenset[PlantedBug] = frozenset()

@@ -85,6 +85,7 @@ class Raft:
         self.uncommitted_bytes = 0
         self.broadcast_pending = False
         self._broadcast_if_empty = False
+        self._commit_unannounced = False
 
         applied_index = max(config.applied_index, self.log.first_index() - 1)
         # Entries the application applied were committed, even if the commit index (which is
@@ -187,6 +188,7 @@ class Raft:
         self.uncommitted_bytes = 0
         self.broadcast_pending = False
         self._broadcast_if_empty = False
+        self._commit_unannounced = False
 
     def _become_follower(self, term: int, leader: NodeId | None) -> None:
         self._reset(term)
@@ -298,6 +300,9 @@ class Raft:
     def _tick_heartbeat(self) -> None:
         self.heartbeat_elapsed_ticks += 1
         self.election_elapsed_ticks += 1
+        if self._commit_unannounced:
+            self._commit_unannounced = False
+            self._broadcast_append()
         if self.election_elapsed_ticks >= self.config.election_ticks:
             self.election_elapsed_ticks = 0
             preferred_leader = self._caught_up_preferred_leader()
@@ -516,7 +521,7 @@ class Raft:
         elif progress.state == ProgressState.REPLICATE:
             progress.inflights.free_le(m.log_index)
         if self._maybe_commit():
-            self._broadcast_append()
+            self._announce_commit()
         elif was_paused:
             self._send_append(m.source)
         # Fill the inflight window while there is something to send.
@@ -636,6 +641,15 @@ class Raft:
         self.broadcast_pending = True
         self._broadcast_if_empty = self._broadcast_if_empty or send_if_empty
 
+    def _announce_commit(self) -> None:
+        """The commit index advanced: tell the followers now, or (``announce_commit_on_tick``)
+        with the next APPEND or at the next tick; laggards get their entries now either way."""
+        if not self.config.announce_commit_on_tick:
+            self._broadcast_append()
+            return
+        self._broadcast_append(send_if_empty=False)
+        self._commit_unannounced = True
+
     def flush_broadcast(self) -> None:
         if self.broadcast_pending and self.role == Role.LEADER:
             for node_id in self.members():
@@ -659,7 +673,7 @@ class Raft:
         if self.progress[self.id].maybe_update(self.log.last_stable_index()) and (
             self._maybe_commit()
         ):
-            self._broadcast_append()
+            self._announce_commit()
 
     def on_applied(self, entries: Sequence[Entry]) -> None:
         """The application applied ``entries``: apply their membership changes and release

@@ -85,6 +85,7 @@ class Cluster:
             check_quorum=options.check_quorum,
             max_inflight_appends=options.max_inflight_appends,
             max_append_bytes=options.max_append_bytes,
+            announce_commit_on_tick=options.announce_commit_on_tick,
             applied_index=applied_index,
             planted_bugs=options.planted_bugs,
         )

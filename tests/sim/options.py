@@ -56,6 +56,7 @@ class SimOptions:
     compaction_probability: float
     membership_change_probability: float
     """Chance per tick that the leader removes a voter, or adds back the one removed."""
+    announce_commit_on_tick: bool = False
     planted_bugs: frozenset[PlantedBug] = frozenset()
 
     def describe(self) -> str:
@@ -70,7 +71,7 @@ class SimOptions:
 
 def _default(rng: random.Random) -> SimOptions:
     max_append_bytes = rng.choice((1, 16, UNLIMITED_APPEND_BYTES))
-    return SimOptions(
+    options = SimOptions(
         profile="default",
         node_count=rng.choice((3, 3, 5)),
         safety_ticks=250,
@@ -102,6 +103,8 @@ def _default(rng: random.Random) -> SimOptions:
         compaction_probability=rng.choice((0.0, 0.02, 0.05)),
         membership_change_probability=rng.choice((0.0, 0.0, 0.01)),
     )
+    # Drawn last, so the draws above stay what they were before this option existed.
+    return replace(options, announce_commit_on_tick=rng.random() < 0.5)
 
 
 def _figure8(rng: random.Random) -> SimOptions:

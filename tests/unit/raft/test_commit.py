@@ -99,3 +99,36 @@ def test_commit_only_change_needs_no_sync():
     ready = node.ready()
     assert ready.hard_state is not None and ready.hard_state.commit == 2
     assert not ready.must_sync
+
+
+def _appends_sent(cluster: Cluster) -> int:
+    return sum(1 for m in cluster.delivered if m.type == T.APPEND)
+
+
+def test_announce_commit_on_tick_tells_followers_with_the_next_append_or_tick():
+    cluster = Cluster(("a", "b", "c"), announce_commit_on_tick=True, heartbeat_ticks=5)
+    cluster.elect("a")
+    cluster.tick("a")
+    cluster.pump()
+    before = _appends_sent(cluster)
+    cluster.propose("a", b"w1")
+    # One APPEND per follower (no commit-only APPENDs): the followers do not know yet.
+    assert _appends_sent(cluster) - before == 2
+    assert cluster.nodes["a"].commit_index == 2  # the no-op is 1
+    assert b"w1" not in cluster.data_applied("b") + cluster.data_applied("c")
+    # The next write carries the commit index of the previous one.
+    cluster.propose("a", b"w2")
+    assert cluster.data_applied("b") == [b"w1"] == cluster.data_applied("c")
+    # With no write after it, the leader's next tick tells them (not its next heartbeat).
+    cluster.tick("a")
+    cluster.pump()
+    assert cluster.data_applied("b") == [b"w1", b"w2"] == cluster.data_applied("c")
+
+
+def test_eager_announcement_sends_commit_only_appends():
+    cluster = Cluster(("a", "b", "c"), heartbeat_ticks=5)
+    cluster.elect("a")
+    before = _appends_sent(cluster)
+    cluster.propose("a", b"w1")
+    assert _appends_sent(cluster) - before == 4
+    assert cluster.data_applied("b") == [b"w1"] == cluster.data_applied("c")
