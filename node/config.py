@@ -32,6 +32,7 @@ DURABILITY_MODES = ("fsync", "write")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 # The store subdirectory of data_dir; the Raft log and hard state live beside it.
 STORE_SUBDIR = "store"
+_MAX_SWITCH_INTERVAL_US = 1_000_000
 
 _ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # A DNS name or IPv4 literal; IPv6 literals are written in brackets and checked apart.
@@ -116,6 +117,11 @@ class NodeConfig:
     disk_force_clean_ratio: float = 0.85
     disk_full_ratio: float = 0.90
     log_level: str = "info"
+    # CPython's GIL switch interval for the node process (sys.setswitchinterval): how long a
+    # thread may hold the GIL while another waits for it. Measured (docs/PERFORMANCE.md):
+    # smaller values do not lower single-message latency (the threads a message crosses
+    # mostly block, which hands the GIL over at once) and cost batch throughput.
+    switch_interval_us: int = 5000
 
     def __post_init__(self) -> None:
         _check_id("node_id", self.node_id)
@@ -138,10 +144,16 @@ class NodeConfig:
             "max_body_bytes",
             "max_write_timeout_ms",
             "max_inflight_bytes",
+            "switch_interval_us",
         ):
             value = getattr(self, name)
             if type(value) is not int or value <= 0:
                 raise ConfigError(f"{name}: {value!r} must be a positive integer")
+        if self.switch_interval_us > _MAX_SWITCH_INTERVAL_US:
+            raise ConfigError(
+                f"switch_interval_us: {self.switch_interval_us} is above "
+                f"{_MAX_SWITCH_INTERVAL_US} (one second)"
+            )
         if type(self.file_reserved_hours) is not int or self.file_reserved_hours < 0:
             raise ConfigError(
                 f"file_reserved_hours: {self.file_reserved_hours!r} must be an integer >= 0"
@@ -251,7 +263,7 @@ def _check_id(name: str, value: object) -> None:
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(NodeConfig))
 REQUIRED_FIELDS = ("node_id", "listen_address", "peers", "data_dir")
 _INT_FIELDS = frozenset(
-    name for name in FIELD_NAMES if name.endswith(("_ms", "_ticks", "_bytes", "_hours"))
+    name for name in FIELD_NAMES if name.endswith(("_ms", "_us", "_ticks", "_bytes", "_hours"))
 )
 _FLOAT_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_ratio"))
 _OPTIONAL_FIELDS = frozenset({"advertise_address", "preferred_leader"})

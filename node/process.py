@@ -176,6 +176,7 @@ def serve(config: NodeConfig) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    sys.setswitchinterval(config.switch_interval_us / 1_000_000)
     node = Node(config)
     node.start()
     while not stop.wait(1.0):

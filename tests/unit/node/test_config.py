@@ -97,8 +97,9 @@ def test_cli_strings_are_converted(tmp_path: Path) -> None:
     overrides = {k: v for k, v in base(tmp_path).items() if k != "peers"}
     overrides["peers"] = "n1=127.0.0.1:7701"
     overrides["tick_ms"] = "25"
+    overrides["switch_interval_us"] = "500"
     config = load_config(None, {}, overrides)
-    assert config.tick_ms == 25
+    assert (config.tick_ms, config.switch_interval_us) == (25, 500)
 
 
 def test_env_var_names() -> None:
@@ -153,6 +154,8 @@ def test_advertise_address(tmp_path: Path) -> None:
         ({"disk_force_clean_ratio": 0.95}, "disk_force_clean_ratio: the ratios must satisfy"),
         ({"preferred_leader": "n9"}, "preferred_leader: 'n9' is not in peers"),
         ({"log_level": "loud"}, "log_level: 'loud' is not one of"),
+        ({"switch_interval_us": 0}, "switch_interval_us: 0 must be a positive integer"),
+        ({"switch_interval_us": 2_000_000}, "switch_interval_us: 2000000 is above 1000000"),
     ],
 )
 def test_validation_errors(tmp_path: Path, changes: dict[str, object], pattern: str) -> None:
