@@ -23,6 +23,8 @@ Rules this module keeps:
 - The cluster's data lives in a fresh temporary directory under ``--dir`` and is deleted at the
   end; the cluster is always stopped, and only its own node processes are signalled.
 - MB/s counts message bodies only, in MiB. The client shares the machine with the nodes.
+  Each row also has the CPU per message of the serving node and of the client (from
+  /proc/<pid>/stat and ``process_time``), which a busy machine disturbs far less.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -160,21 +164,52 @@ def _consumer_step(address: str, topic: str, max_messages: int, total: int) -> C
     return step
 
 
+@dataclass(slots=True)
+class PullMeasurement(Measurement):
+    """A pull row with the CPU it cost per message: the serving node's (its process's user +
+    system time) and this client process's. CPU per message hardly depends on how busy the
+    shared machine is, unlike msgs/s."""
+
+    server_cpu_us_per_msg: float = 0.0
+    client_cpu_us_per_msg: float = 0.0
+
+
+def _process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(
-    step: Callable[[], int], total: int, budget: Budget, params: dict[str, object]
-) -> Measurement:
+    step: Callable[[], int],
+    total: int,
+    budget: Budget,
+    server_pid: int,
+    params: dict[str, object],
+) -> PullMeasurement:
+    server_cpu_s = _process_cpu_s(server_pid)
+    client_cpu_s = time.process_time()
     start = time.perf_counter()
     try:
         done, _ = run_bounded(step, budget)
     except _Done:
         done = total
-    return Measurement("pull", params, done, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    per_message_us = 1e6 / max(done, 1)
+    return PullMeasurement(
+        "pull",
+        params,
+        done,
+        seconds,
+        server_cpu_us_per_msg=(_process_cpu_s(server_pid) - server_cpu_s) * per_message_us,
+        client_cpu_us_per_msg=(time.process_time() - client_cpu_s) * per_message_us,
+    )
 
 
-def run(args: argparse.Namespace, root: str) -> list[Measurement]:
+def run(args: argparse.Namespace, root: str) -> list[PullMeasurement]:
     base_dir = tempfile.mkdtemp(prefix="cluster-", dir=root)
     cluster = LocalCluster(base_dir, node_count=3, base_port=0)
-    rows: list[Measurement] = []
+    rows: list[PullMeasurement] = []
     budget = Budget(args.messages, args.max_seconds)
     try:
         cluster.start(CLUSTER_START_TIMEOUT_S)
@@ -182,6 +217,7 @@ def run(args: argparse.Namespace, root: str) -> list[Measurement]:
         if leader is None:
             raise BenchError("the cluster elected no leader")
         follower = next(a for a in cluster.addresses if a != leader)
+        pids = {node.address: node.pid for node in cluster.nodes.values()}
         print(f"cluster up, leader {leader}", file=sys.stderr, flush=True)
         with (
             Admin(cluster.addresses) as admin,
@@ -216,10 +252,14 @@ def run(args: argparse.Namespace, root: str) -> list[Measurement]:
                             step = _pull_step(
                                 CONSUMER_STUB(channel), topic, bounds, args.max_messages, form
                             )
+                        server_pid = pids[address]
+                        if server_pid is None:
+                            raise BenchError(f"no process id for the node at {address}")
                         row = measure(
                             step,
                             total,
                             budget,
+                            server_pid,
                             {
                                 "body_bytes": body_bytes,
                                 "max_messages": args.max_messages,
@@ -230,7 +270,9 @@ def run(args: argparse.Namespace, root: str) -> list[Measurement]:
                             },
                         )
                         print(
-                            f"  {body_bytes} B from {role}, {form}: {row.msgs_per_s:,.0f} msgs/s",
+                            f"  {body_bytes} B from {role}, {form}: {row.msgs_per_s:,.0f} "
+                            f"msgs/s, server {row.server_cpu_us_per_msg:.1f} us/msg, client "
+                            f"{row.client_cpu_us_per_msg:.1f} us/msg",
                             file=sys.stderr,
                             flush=True,
                         )
@@ -241,10 +283,10 @@ def run(args: argparse.Namespace, root: str) -> list[Measurement]:
     return rows
 
 
-def best_rounds(rows: list[Measurement]) -> list[tuple[Measurement, list[float]]]:
+def best_rounds(rows: list[PullMeasurement]) -> list[tuple[PullMeasurement, list[float]]]:
     """Per (body size, member, form), in first-seen order: the best round and every round's
     msgs/s."""
-    rounds: dict[tuple[object, object, object], list[Measurement]] = {}
+    rounds: dict[tuple[object, object, object], list[PullMeasurement]] = {}
     for row in rows:
         key = (row.params["body_bytes"], row.params["from"], row.params["form"])
         rounds.setdefault(key, []).append(row)
@@ -254,17 +296,18 @@ def best_rounds(rows: list[Measurement]) -> list[tuple[Measurement, list[float]]
     ]
 
 
-def render_table(rows: list[Measurement]) -> str:
+def render_table(rows: list[PullMeasurement]) -> str:
     lines = [
-        "| body B | from | form | max messages | msgs/s (best round) | MB/s | every round |",
-        "|---|---|---|---|---|---|---|",
+        "| body B | from | form | max messages | msgs/s (best round) | MB/s | server CPU µs/msg "
+        "| client CPU µs/msg | every round msgs/s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for best, every in best_rounds(rows):
         p = best.params
         lines.append(
             f"| {p['body_bytes']} | {p['from']} | {p['form']} | {p['max_messages']} | "
-            f"{best.msgs_per_s:,.0f} | {best.mb_per_s:,.2f} | "
-            f"{' / '.join(f'{value:,.0f}' for value in every)} |"
+            f"{best.msgs_per_s:,.0f} | {best.mb_per_s:,.2f} | {best.server_cpu_us_per_msg:.1f} | "
+            f"{best.client_cpu_us_per_msg:.1f} | {' / '.join(f'{v:,.0f}' for v in every)} |"
         )
     return "\n".join(lines)
 
