@@ -35,7 +35,14 @@ from pathlib import Path
 import grpc
 
 from raftlog.chaos.history import ReplicaSnapshot
-from raftlog.chaos.target import Link, NodeView, TargetError, read_queues, status_view
+from raftlog.chaos.target import (
+    Link,
+    NodeView,
+    TargetError,
+    read_queues,
+    release_faults,
+    status_view,
+)
 from raftlog.client import Connection
 from raftlog.testing import ClusterError, RaftlogCluster, docker_available
 from raftlog.testing.cluster import DATA_DIR, NODE_PORT, image_present
@@ -113,11 +120,7 @@ class ContainerTarget:
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(TargetError):
-            self.heal()
-        for node_id in sorted(self._paused):
-            with contextlib.suppress(TargetError):
-                self.resume(node_id)
+        release_faults(self, self._paused)
         try:
             self._save_logs()
         finally:

@@ -151,6 +151,16 @@ def leader_of(target: Target) -> tuple[str, int] | None:
     return (leaders[0].node_id, leaders[0].term) if leaders else None
 
 
+def release_faults(target: Target, paused: Collection[str]) -> None:
+    """Heal every link and resume every paused node, ignoring what cannot be undone: what a
+    target's ``close`` does before it stops the nodes (a frozen node would not stop)."""
+    with contextlib.suppress(TargetError):
+        target.heal()
+    for node_id in sorted(paused):
+        with contextlib.suppress(TargetError):
+            target.resume(node_id)
+
+
 def status_view(status: ClusterStatus) -> NodeView:
     """The chaos view of a node's ClusterStatus answer."""
     return NodeView(
@@ -292,11 +302,7 @@ class LocalTarget:
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(TargetError):
-            self.heal()
-        for node_id in sorted(self._paused):
-            with contextlib.suppress(TargetError):
-                self.resume(node_id)
+        release_faults(self, self._paused)
         try:
             self.cluster.stop(timeout_s=10.0)
         finally:
