@@ -17,6 +17,10 @@ Rules this module keeps:
 - SYNC_FLUSH acknowledges only after an fsync covered the batch (group commit, flusher.py:
   concurrent writers share fsyncs). ASYNC_FLUSH acknowledges after the write; a periodic
   flusher fsyncs.
+- The write path hands the dispatcher each written record's place, queue offset, tag hash
+  and key hashes (``Dispatcher.expect``), so the dispatch that runs before the write returns
+  need not read and parse the records again. A producer-encoded record may name TAGS, KEYS
+  and UNIQ_KEY once each (dispatch and readers must agree on the value).
 - Readers only see dispatched records. Dispatch is capped by ``dispatch_bound`` when given
   (the Raft node passes its commit index), else it follows the writes: under SYNC_FLUSH up to
   what is durable, under ASYNC_FLUSH up to what is written.
@@ -77,7 +81,7 @@ from raftlog.store.errors import (
 )
 from raftlog.store.filesystem import FileSystem, OsFileSystem
 from raftlog.store.flusher import GroupCommitFlusher, PeriodicFlusher
-from raftlog.store.hashing import tag_hash
+from raftlog.store.hashing import key_hash, tag_hash
 from raftlog.store.index_file import IndexService
 from raftlog.store.message_id import decode_message_id, message_id_encoder
 from raftlog.store.record import (
@@ -94,6 +98,7 @@ from raftlog.store.record import (
     patch_record,
     read_dispatch_info,
     read_store_timestamp_ms,
+    split_keys,
     store_host_matches,
     verify_block,
 )
@@ -194,6 +199,8 @@ def _record_bytes_tags(record: memoryview) -> str:
 
 # One record of a block to append: its topic/queue and its size in bytes.
 BlockEntry = tuple[tuple[str, int], int]
+# What the write path knows for dispatch of one record: its tag hash and key hashes.
+_DispatchHint = tuple[int, tuple[int, ...]]
 
 
 class MessageStore:
@@ -383,8 +390,9 @@ class MessageStore:
         """Validate, write and (under SYNC_FLUSH) fsync a batch; returns one result per
         message, in order."""
         self.check_writable()
-        records, entries = self._encode(messages)
-        return self._write(bytearray().join(records), entries)
+        hints: list[_DispatchHint] = []
+        records, entries = self._encode(messages, hints)
+        return self._write(bytearray().join(records), entries, hints)
 
     def put_encoded(self, block: bytes | bytearray) -> list[PutResult]:
         """Write records the producer (or the Raft leader) encoded: ``block`` holds them back
@@ -395,7 +403,9 @@ class MessageStore:
         store host and the rest are kept as encoded."""
         self.check_writable()
         validate_body(block, "a block of encoded records")
-        return self._write(bytearray(block), self.check_encoded(block), stamp_store_host=True)
+        hints: list[_DispatchHint] = []
+        entries = self._check_encoded(block, hints)
+        return self._write(bytearray(block), entries, hints, stamp_store_host=True)
 
     def encode_messages(self, messages: Sequence[Message]) -> tuple[bytearray, list[BlockEntry]]:
         """Validate and encode a batch without writing it: the unstamped block and one
@@ -407,6 +417,12 @@ class MessageStore:
     def check_encoded(self, block: bytes | bytearray) -> list[BlockEntry]:
         """Verify and validate a producer-encoded block (see ``put_encoded``) without writing
         it; one ``((topic, queue_id), size_bytes)`` per record."""
+        return self._check_encoded(block, None)
+
+    def _check_encoded(
+        self, block: bytes | bytearray, hints: list[_DispatchHint] | None
+    ) -> list[BlockEntry]:
+        """``check_encoded``, also filling ``hints`` (when given) with each record's."""
         limits = self._config.limits
         queue_counts: dict[str, int] = {}
         entries: list[BlockEntry] = []
@@ -438,7 +454,16 @@ class MessageStore:
                 record.properties_bytes,
                 limits,
             )
+            reserved = [name for name, _ in record.properties if name in _RESERVED_PROPERTY_KEYS]
+            if len(reserved) != len(set(reserved)):
+                # Dispatch would index one value and readers re-check another.
+                raise PropertiesTooLargeError(
+                    f"record {index}: properties {sorted(reserved)} name TAGS, KEYS or UNIQ_KEY "
+                    "more than once"
+                )
             entries.append(((topic, record.queue_id), record.size))
+            if hints is not None:
+                hints.append(_hint_of_properties(topic, record.properties))
         return entries
 
     def stamp_block(
@@ -457,9 +482,11 @@ class MessageStore:
         block, ``check_encoded``). The assigned queue offsets count as used from now on (the
         next stamp continues after them) until ``reload_next_queue_offsets``."""
         with self._write_lock:
-            return self._stamp(
+            results, assigned = self._stamp(
                 block, entries, 0, first_physical_offset, store_timestamp_ms, stamp_store_host
             )
+            self._next_queue_offsets.update(assigned)
+            return results
 
     def check_writable(self) -> None:
         """StoreClosedError, or DiskFullError above the full watermark (a replicated writer
@@ -473,10 +500,15 @@ class MessageStore:
             )
 
     def _write(
-        self, block: bytearray, entries: list[BlockEntry], *, stamp_store_host: bool = False
+        self,
+        block: bytearray,
+        entries: list[BlockEntry],
+        hints: list[_DispatchHint],
+        *,
+        stamp_store_host: bool = False,
     ) -> list[PutResult]:
-        """Append validated, unstamped records, wait for durability (SYNC_FLUSH) and
-        dispatch."""
+        """Append validated, unstamped records (``hints``: one per record, handed to the
+        dispatcher with their places), wait for durability (SYNC_FLUSH) and dispatch."""
         if not entries:
             return []
         segment_size = self._commit_log.segment_size_bytes
@@ -488,7 +520,7 @@ class MessageStore:
         with self._write_lock:
             if self._closed:
                 raise StoreClosedError("the store is closed")
-            results = self._append(block, entries, stamp_store_host)
+            results = self._append(block, entries, hints, stamp_store_host)
         end = results[-1].physical_offset + entries[-1][1]
         if self._group_flusher is not None:
             self._group_flusher.wait_flushed(end, self._sync_flush_timeout_s)
@@ -497,9 +529,11 @@ class MessageStore:
             self.dispatch()
         return results
 
-    def _encode(self, messages: Sequence[Message]) -> tuple[list[bytes], list[BlockEntry]]:
+    def _encode(
+        self, messages: Sequence[Message], hints: list[_DispatchHint] | None = None
+    ) -> tuple[list[bytes], list[BlockEntry]]:
         """Validate and encode a batch, unstamped (``encode_unstamped_record``); topics are
-        checked once per batch."""
+        checked once per batch. ``hints``, when given, gets each record's dispatch hint."""
         limits = self._config.limits
         store_address, store_port = self._store_address, self._store_host[1]
         topics: dict[str, tuple[bytes, int]] = {}
@@ -557,14 +591,24 @@ class MessageStore:
                 raise InvalidArgumentError(f"message to {topic!r}: {error}") from error
             records.append(record)
             entries.append(((topic, message.queue_id), len(record)))
+            if hints is not None:
+                key_hashes = tuple([key_hash(topic, key) for key in message.keys])
+                if message.uniq_key:
+                    key_hashes += (key_hash(topic, message.uniq_key),)
+                hints.append((tag_hash(message.tags), key_hashes))
         return records, entries
 
     def _append(
-        self, block: bytearray, entries: list[BlockEntry], stamp_store_host: bool
+        self,
+        block: bytearray,
+        entries: list[BlockEntry],
+        hints: list[_DispatchHint],
+        stamp_store_host: bool,
     ) -> list[PutResult]:
         """Stamp queue offsets, physical offsets, the store time and the CRC trailers into
         ``block`` and write it (under the write lock), one CommitLog append per segment-sized
-        chunk. Queue offsets are committed only once their bytes are written."""
+        chunk. Queue offsets are committed only once their bytes are written; then the
+        dispatcher is told what it needs of each written record (``Dispatcher.expect``)."""
         segment_size = self._commit_log.segment_size_bytes
         results: list[PutResult] = []
         store_timestamp_ms = self._now_ms()
@@ -576,25 +620,36 @@ class MessageStore:
                 chunk_bytes += entries[chunk_end][1]
                 chunk_end += 1
             start = self._commit_log.position_for(chunk_bytes)
-            saved_offsets = dict(self._next_queue_offsets)
-            try:
-                results += self._stamp(
-                    block,
-                    entries[chunk_start:chunk_end],
-                    chunk_first_byte,
-                    start,
-                    store_timestamp_ms,
-                    stamp_store_host,
+            chunk_entries = entries[chunk_start:chunk_end]
+            chunk_results, assigned = self._stamp(
+                block, chunk_entries, chunk_first_byte, start, store_timestamp_ms, stamp_store_host
+            )
+            log_end_before = self._commit_log.max_offset
+            with memoryview(block) as view:
+                written = self._commit_log.append(
+                    view[chunk_first_byte : chunk_first_byte + chunk_bytes]
                 )
-                with memoryview(block) as view:
-                    written = self._commit_log.append(
-                        view[chunk_first_byte : chunk_first_byte + chunk_bytes]
-                    )
-            except BaseException:
-                # Offsets of a chunk that did not reach the CommitLog are not used.
-                self._next_queue_offsets = saved_offsets
-                raise
             assert written == start, f"append wrote at {written}, expected {start}"
+            # Only offsets whose bytes reached the CommitLog count as used.
+            self._next_queue_offsets.update(assigned)
+            self._dispatcher.expect(
+                log_end_before,
+                [
+                    (
+                        result.physical_offset,
+                        size,
+                        queue_key,
+                        result.queue_offset,
+                        tag,
+                        key_hashes,
+                        store_timestamp_ms,
+                    )
+                    for result, (queue_key, size), (tag, key_hashes) in zip(
+                        chunk_results, chunk_entries, hints[chunk_start:chunk_end], strict=True
+                    )
+                ],
+            )
+            results += chunk_results
             chunk_start, chunk_first_byte = chunk_end, chunk_first_byte + chunk_bytes
         return results
 
@@ -606,9 +661,10 @@ class MessageStore:
         first_physical_offset: int,
         store_timestamp_ms: int,
         stamp_store_host: bool,
-    ) -> list[PutResult]:
+    ) -> tuple[list[PutResult], dict[tuple[str, int], int]]:
         """Stamp ``entries`` (the records from byte ``first_byte`` of ``block``) for a place
-        starting at ``first_physical_offset`` and advance the next queue offsets."""
+        starting at ``first_physical_offset``; returns the results and the next queue offset
+        of each queue stamped (for the caller to commit)."""
         store_host = self._packed_store_host if stamp_store_host else None
         assigned: dict[tuple[str, int], int] = {}
         results: list[PutResult] = []
@@ -630,8 +686,7 @@ class MessageStore:
             results.append(PutResult(queue_offset, physical_offset, message_id_of(physical_offset)))
             assigned[queue_key] = queue_offset + 1
             position += size
-        self._next_queue_offsets.update(assigned)
-        return results
+        return results, assigned
 
     def _next_queue_offset(self, queue_key: tuple[str, int]) -> int:
         next_queue_offset = self._next_queue_offsets.get(queue_key)
@@ -644,6 +699,7 @@ class MessageStore:
         truncation of a conflicting suffix. Derived data past it goes too."""
         with self._write_lock, self._dispatch_lock:
             self._commit_log.truncate_after(physical_offset)
+            self._dispatcher.forget_expected()
             if physical_offset < self._dispatcher.dispatched_physical_offset:
                 for queue in self._all_consume_queues():
                     queue.truncate_from_physical_offset(physical_offset)
@@ -1110,6 +1166,18 @@ def _encode_message_properties(message: Message) -> bytes:
         raise InvalidArgumentError(
             f"properties, keys or tags hold text UTF-8 cannot encode: {error}"
         ) from error
+
+
+def _hint_of_properties(topic: str, properties: Sequence[tuple[str, str]]) -> _DispatchHint:
+    """The dispatch hint of a record with these (decoded) properties, as dispatch reading the
+    record would find it (``read_dispatch_info``; each of TAGS, KEYS and UNIQ_KEY appears at
+    most once, ``check_encoded``)."""
+    found = {name: value for name, value in properties if name in _RESERVED_PROPERTY_KEYS}
+    key_hashes = tuple([key_hash(topic, key) for key in split_keys(found.get(PROPERTY_KEYS, ""))])
+    uniq_key = found.get(PROPERTY_UNIQ_KEY, "")
+    if uniq_key:
+        key_hashes += (key_hash(topic, uniq_key),)
+    return tag_hash(found.get(PROPERTY_TAGS, "")), key_hashes
 
 
 def _wall_clock_ms() -> int:

@@ -620,9 +620,7 @@ def verify_block(block: bytes | bytearray | memoryview) -> list[BlockRecord]:
                     f"record at {position}: topic is not UTF-8: {error}"
                 ) from error
             # Readers decode the properties: a list they would refuse must not be written.
-            properties = decode_properties(
-                block[properties_pos : properties_pos + properties_len]
-            )
+            properties = decode_properties(block[properties_pos : properties_pos + properties_len])
         except CorruptRecordError as error:
             raise CorruptRecordError(f"record {len(records)}: {error}") from error
         records.append(

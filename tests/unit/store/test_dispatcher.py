@@ -167,3 +167,33 @@ def test_dispatch_steps_into_envelopes(tmp_path) -> None:
     assert dispatcher.dispatch(commit_log.max_offset) == 3
     assert [u.physical_offset for u in queue("raft", 0).read(0, 10)] == [p for p, _ in records]
     assert index.query("raft", "k2", T0, T0, 5) == [records[2][0]]
+
+
+def test_expected_records_are_taken_as_given_only_where_dispatch_stands(tmp_path) -> None:
+    h = Harness(tmp_path, segment_size_bytes=1024)
+    positions = [h.write("t", 0, b"z" * 300, tags="real") for _ in range(7)]
+    size = positions[1] - positions[0]
+    assert positions[2] == 1024  # the third record rolled to the second segment
+    marked = 77  # a tag hash no record has: it shows where an expectation was used
+
+    def expected(index: int) -> tuple:
+        return (positions[index], size, ("t", 0), index, marked, (), T0)
+
+    # Expectations whose predecessor ends where dispatch stands (across the roll: the log
+    # ended at positions[1] + size) are used as given; the fourth record, appended but not
+    # expected, is read from the CommitLog.
+    h.dispatcher.expect(0, [expected(0), expected(1), expected(2)])
+    assert h.dispatcher.dispatch(positions[4]) == 4
+    tags = [u.tag_hash for u in h.queue("t", 0).read(0, 10)]
+    assert tags == [marked] * 3 + [tag_hash("real")]
+    # Its late expectation is behind dispatch: dropped. One whose predecessor is not where
+    # dispatch stands (the record before it was never expected) is discarded: both are read.
+    h.dispatcher.expect(positions[2] + size, [expected(3)])
+    h.dispatcher.expect(positions[5], [expected(5)])
+    assert h.dispatcher.dispatch(positions[6]) == 2
+    assert [u.tag_hash for u in h.queue("t", 0).read(4, 10)] == [tag_hash("real")] * 2
+    # After a truncation or a reset nothing expected before it is used.
+    h.dispatcher.expect(positions[6], [expected(6)])
+    h.dispatcher.forget_expected()
+    assert h.dispatcher.dispatch(h.commit_log.max_offset) == 1
+    assert h.queue("t", 0).read(6, 1)[0].tag_hash == tag_hash("real")

@@ -492,6 +492,10 @@ def test_put_encoded_stamps_and_writes_a_producer_batch(store) -> None:
         (encoded_block(make_record(body=b"x" * 1025)), BodyTooLargeError),
         (encoded_block(make_record()) + encode_record(make_record(), record_crc=False), None),
         (encoded_block(make_record(), make_record())[:-1], None),
+        (
+            encoded_block(make_record(properties=(("TAGS", "a"), ("TAGS", "b")))),
+            PropertiesTooLargeError,
+        ),
         ("not bytes", InvalidArgumentError),
         (None, InvalidArgumentError),
     ],
@@ -524,3 +528,58 @@ def test_put_messages_and_put_encoded_write_the_same_bytes(tmp_path) -> None:
     assert written[0] == written[1]
     for s in stores:
         s.close()
+
+
+def test_dispatch_from_the_write_path_derives_what_reading_the_log_derives(tmp_path) -> None:
+    # The write path hands dispatch each record's place, tag hash and key hashes; a rebuild
+    # from the CommitLog alone must find exactly the same units and index entries.
+    fs = SimFileSystem()
+    store = open_store(tmp_path, fs)
+    store.create_topic("orders", 3)
+    for round_number in range(6):
+        store.put_messages(
+            [
+                Message(
+                    "orders",
+                    i % 3,
+                    b"m" * (40 * i),
+                    tags=("", "created", "paid")[i % 3],
+                    keys=(f"k{round_number}-{i}", f"shared{i % 2}")[: 1 + i % 2],
+                    uniq_key=f"U{round_number}-{i}" if i % 2 else "",
+                )
+                for i in range(7)
+            ]
+        )
+        store.put_encoded(  # a producer's block
+            encoded_block(
+                make_record(
+                    queue_id=round_number % 3,
+                    properties=(("TAGS", "enc"), ("KEYS", f"e{round_number}"), ("p", "v")),
+                )
+            )
+        )
+    assert len(store.commit_log.segments()) >= 3  # the writes rolled segments
+
+    def derived(store: MessageStore) -> tuple:
+        units = [store.get_messages("orders", q, 0, 1000) for q in range(3)]
+        by_tag = [
+            [m.queue_offset for m in store.get_messages("orders", q, 0, 1000, tag=t)]
+            for q in range(3)
+            for t in ("created", "paid", "enc")
+        ]
+        keys = [f"k{r}-{i}" for r in range(6) for i in range(7)] + ["shared1", "e3", "U2-3"]
+        found = [
+            [m.physical_offset for m in store.query_by_key("orders", k, 0, 2 * T0, 100)]
+            for k in keys
+        ]
+        return [[(m.queue_offset, m.physical_offset) for m in u] for u in units], by_tag, found
+
+    written = derived(store)
+    assert written[1][2] == [3, 13]  # queue 0, tag "enc": rounds 0 and 3
+    store.close()
+    for directory in ("consumequeue", "index"):
+        fs.remove_tree(str(tmp_path / directory))
+    fs.remove(str(tmp_path / "checkpoint"))
+    rebuilt = open_store(tmp_path, fs)  # no checkpoint: dispatch re-reads the whole log
+    assert derived(rebuilt) == written
+    rebuilt.close()
