@@ -1,14 +1,18 @@
 """The latency and failover benchmark: single-message produce latency, batch-256 throughput and
-leader failover time on a real local 3-node cluster, with node flags under test.
+leader failover time on real local 3-node clusters, side by side when asked.
 
 Run by hand (it is not a timed test): ``python -m raftlog.bench.latency [--json PATH]
-[--node-arg=--tick-ms=50 ...]``. ``--node-arg`` is appended to every node's command line, so
-two runs with different node settings can be compared on the same machine.
+[--node-arg=--tick-ms=50 ...] [--code DIR --code DIR]``. ``--node-arg`` is appended to every
+node's command line. ``--code`` (repeatable) runs one cluster per raftlog source tree (e.g.
+``git archive <commit> | tar -x -C DIR``) at the same time and interleaves the measurements,
+so a before/after comparison on this shared machine sees the same neighbours' load on both
+sides; the clients are always this checkout's.
 
 What is measured (one durability mode per run, "fsync" by default):
 - ``produce-latency``: one synchronous single-message Produce at a time, p50/p99, for 100 B
-  and 1 KiB, through the raw gRPC stub and through the typed ``Producer.send`` (idempotent).
-- ``produce``: batch-256, 100 B, 16 requests in flight (the throughput cost of a setting).
+  and 1 KiB, through the raw gRPC stub and through the typed ``Producer.send`` (idempotent),
+  in ``--rounds`` bursts that alternate between the clusters.
+- ``produce``: batch-256, 100 B, 16 requests in flight, twice per cluster (alternating).
 - ``failover``: a typed Producer sends 100 B messages one by one; the leader is SIGKILLed;
   the figure is the time from the kill to the first send acknowledged by another member.
   The nodes' logs split it into the election (kill to "leader in term" on the new leader)
@@ -16,8 +20,8 @@ What is measured (one durability mode per run, "fsync" by default):
   and the cluster settles between rounds.
 
 Rules this module keeps: every loop is bounded in count and time (``run_bounded`` and
-explicit deadlines); the cluster is always stopped (try/finally) and only the processes this
-bench started are signalled (``LocalCluster`` does so by recorded PID).
+explicit deadlines); the clusters are always stopped (try/finally) and only the processes
+this bench started are signalled (``LocalCluster`` does so by recorded PID).
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import grpc
 
@@ -41,15 +46,16 @@ from raftlog.bench.cluster import (
     CHANNEL_OPTIONS,
     CLUSTER_START_TIMEOUT_S,
     PRODUCER_STUB,
+    RPC_TIMEOUT_S,
     BenchError,
     Measurement,
-    measure_latency_producer,
-    measure_latency_stub,
     measure_produce,
+    percentile_ms,
+    request_pool,
     source_description,
     topic_name,
 )
-from raftlog.bench.report import Budget, write_json_report
+from raftlog.bench.report import Budget, run_bounded, write_json_report
 from raftlog.client.admin import Admin
 from raftlog.client.errors import RaftlogError
 from raftlog.client.producer import Producer
@@ -74,6 +80,7 @@ class Failover:
     killed: str
     to_first_ack_ms: float
     to_new_leader_ms: float | None
+    code: str = ""
 
 
 def _leader_node(cluster: LocalCluster) -> str:
@@ -147,54 +154,169 @@ def measure_failover(cluster: LocalCluster, producer: Producer) -> Failover:
     )
 
 
+class TreeCluster(LocalCluster):
+    """A local cluster whose nodes run the raftlog source tree ``code_dir`` (a checkout or a
+    ``git archive`` of another commit) instead of this one: the nodes start in that directory
+    with it first on PYTHONPATH, so ``python -m raftlog.cli`` imports its code."""
+
+    def __init__(self, code_dir: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.code_dir = os.path.abspath(code_dir)
+
+    def command(self, node_id: str) -> list[str]:
+        return [
+            "env",
+            "-C",
+            self.code_dir,
+            f"PYTHONPATH={self.code_dir}",
+            *super().command(node_id),
+        ]
+
+
+@dataclass
+class Side:
+    """One cluster under measurement and the clients bound to it."""
+
+    label: str
+    cluster: LocalCluster
+    stub: Any = None
+    producer: Producer | None = None
+
+
+def _start(side: Side, durability: str) -> None:
+    side.cluster.start(CLUSTER_START_TIMEOUT_S)
+    leader = side.cluster.leader_address()
+    if leader is None:
+        raise BenchError(f"{side.label}: the cluster elected no leader")
+    with Admin(side.cluster.addresses) as admin:
+        for body_bytes in BODY_SIZES_BYTES:
+            admin.create_topic(topic_name(body_bytes), QUEUE_COUNT)
+    side.stub = PRODUCER_STUB(grpc.insecure_channel(leader, options=CHANNEL_OPTIONS))
+    side.producer = Producer(side.cluster.addresses, timeout_s=FAILOVER_TIMEOUT_S)
+    measure_produce(side.stub, durability, 100, 16, 4, Budget(2_000, 1.0))  # warm-up
+    side.producer.send(topic_name(100), b"w", queue_id=0)  # learn the leader, untimed
+
+
+def _latency_rows(
+    sides: Sequence[Side], durability: str, latency: Budget, rounds: int
+) -> list[Measurement]:
+    """Every (body, client) row, measured in ``rounds`` bursts that alternate between the
+    sides, so a neighbour's load on this shared machine falls on all of them alike."""
+    burst = Budget(max(1, latency.max_count // rounds), latency.max_seconds / rounds)
+    requests = {body: request_pool(body, 1) for body in BODY_SIZES_BYTES}
+    samples: dict[tuple[str, int, str], list[float]] = {}
+    for round_index in range(rounds):
+        order = sides if round_index % 2 == 0 else list(reversed(sides))
+        for body_bytes in BODY_SIZES_BYTES:
+            for client in ("grpc-stub", "producer"):
+                for side in order:
+                    taken = samples.setdefault((side.label, body_bytes, client), [])
+                    send = _sender(side, client, body_bytes, requests[body_bytes])
+
+                    def step(send: Callable[[int], None] = send, taken: list[float] = taken) -> int:
+                        began = time.perf_counter()
+                        send(len(taken))
+                        taken.append(time.perf_counter() - began)
+                        return 1
+
+                    run_bounded(step, burst)
+    rows = []
+    for (label, body_bytes, client), taken in samples.items():
+        taken.sort()
+        rows.append(
+            Measurement(
+                "produce-latency",
+                {
+                    "code": label,
+                    "durability": durability,
+                    "body_bytes": body_bytes,
+                    "batch_size": 1,
+                    "window": 1,
+                    "client": client,
+                },
+                len(taken),
+                sum(taken),
+                latency_p50_ms=percentile_ms(taken, 0.50),
+                latency_p99_ms=percentile_ms(taken, 0.99),
+            )
+        )
+    return rows
+
+
+def _sender(
+    side: Side, client: str, body_bytes: int, requests: Sequence[Any]
+) -> Callable[[int], None]:
+    """``send(i)``: the i-th single-message produce of a row, by ``client``."""
+    if client == "grpc-stub":
+
+        def send_stub(i: int) -> None:
+            try:
+                side.stub.Produce(requests[i % len(requests)], timeout=RPC_TIMEOUT_S)
+            except grpc.RpcError as error:
+                raise BenchError(f"Produce failed: {error}") from None
+
+        return send_stub
+    producer = side.producer
+    assert producer is not None
+    body = b"x" * body_bytes
+    topic = topic_name(body_bytes)
+
+    def send_typed(i: int) -> None:
+        producer.send(topic, body, tags="bench", queue_id=i % QUEUE_COUNT)
+
+    return send_typed
+
+
 def run(
     root: str,
     durability: str,
     node_args: Sequence[str],
+    code_dirs: Sequence[str],
     latency: Budget,
+    rounds: int,
     throughput: Budget,
     failovers: int,
 ) -> tuple[list[Measurement], list[Failover]]:
-    base_dir = tempfile.mkdtemp(prefix=f"latency-{durability}-", dir=root)
-    cluster = LocalCluster(
-        base_dir, node_count=3, base_port=0, durability=durability, extra_args=node_args
-    )
+    """Start one cluster per source tree (this checkout when none is given), measure them
+    side by side, and always stop them."""
+    sides: list[Side] = []
+    for code_dir in code_dirs or [""]:
+        base_dir = tempfile.mkdtemp(prefix=f"latency-{durability}-", dir=root)
+        cluster = (
+            TreeCluster(code_dir, base_dir, 3, 0, durability=durability, extra_args=node_args)
+            if code_dir
+            else LocalCluster(base_dir, 3, 0, durability=durability, extra_args=node_args)
+        )
+        sides.append(Side(code_dir or "this checkout", cluster))
     rows: list[Measurement] = []
-    rounds: list[Failover] = []
+    rounds_done: list[Failover] = []
     try:
-        cluster.start(CLUSTER_START_TIMEOUT_S)
-        leader = cluster.leader_address()
-        if leader is None:
-            raise BenchError("the cluster elected no leader")
-        with (
-            Admin(cluster.addresses) as admin,
-            grpc.insecure_channel(leader, options=CHANNEL_OPTIONS) as channel,
-        ):
-            for body_bytes in BODY_SIZES_BYTES:
-                admin.create_topic(topic_name(body_bytes), QUEUE_COUNT)
-            stub = PRODUCER_STUB(channel)
-            measure_produce(stub, durability, 100, 16, 4, Budget(2_000, 1.0))  # warm-up
-            for body_bytes in BODY_SIZES_BYTES:
-                for row in (
-                    measure_latency_stub(stub, durability, body_bytes, latency),
-                    measure_latency_producer(cluster.addresses, durability, body_bytes, latency),
-                ):
-                    _progress(row)
-                    rows.append(row)
-            row = measure_produce(
-                stub, durability, 100, THROUGHPUT_BATCH, THROUGHPUT_WINDOW, throughput
-            )
+        for side in sides:
+            _start(side, durability)
+        rows += _latency_rows(sides, durability, latency, rounds)
+        for repeat in range(2):
+            for side in sides if repeat == 0 else list(reversed(sides)):
+                row = measure_produce(
+                    side.stub, durability, 100, THROUGHPUT_BATCH, THROUGHPUT_WINDOW, throughput
+                )
+                row.params["code"] = side.label
+                rows.append(row)
+        for row in rows:
             _progress(row)
-            rows.append(row)
-        with Producer(cluster.addresses, timeout_s=FAILOVER_TIMEOUT_S) as producer:
-            for _ in range(failovers):
-                round_ = measure_failover(cluster, producer)
+        for _ in range(failovers):
+            for side in sides:
+                assert side.producer is not None
+                round_ = measure_failover(side.cluster, side.producer)
+                round_.code = side.label
                 print(f"  failover: {round_}", file=sys.stderr, flush=True)
-                rounds.append(round_)
+                rounds_done.append(round_)
     finally:
-        cluster.stop(timeout_s=15)
-        shutil.rmtree(base_dir, ignore_errors=True)
-    return rows, rounds
+        for side in sides:
+            if side.producer is not None:
+                side.producer.close(timeout_s=5)
+            side.cluster.stop(timeout_s=15)
+            shutil.rmtree(side.cluster.base_dir, ignore_errors=True)
+    return rows, rounds_done
 
 
 def _progress(row: Measurement) -> None:
@@ -210,24 +332,25 @@ def _progress(row: Measurement) -> None:
 
 def render(rows: Sequence[Measurement], rounds: Sequence[Failover]) -> str:
     lines = [
-        "| workload | body B | batch | in flight | client | msgs/s | p50 ms | p99 ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "| code | workload | body B | batch | in flight | client | msgs/s | p50 ms | p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         p = row.params
         p50 = "-" if row.latency_p50_ms is None else f"{row.latency_p50_ms:.2f}"
         p99 = "-" if row.latency_p99_ms is None else f"{row.latency_p99_ms:.2f}"
         lines.append(
-            f"| {row.workload} | {p['body_bytes']} | {p['batch_size']} | {p['window']} | "
-            f"{p['client']} | {row.msgs_per_s:,.0f} | {p50} | {p99} |"
+            f"| {p['code']} | {row.workload} | {p['body_bytes']} | {p['batch_size']} | "
+            f"{p['window']} | {p['client']} | {row.msgs_per_s:,.0f} | {p50} | {p99} |"
         )
-    if rounds:
-        acks = [r.to_first_ack_ms for r in rounds]
-        elected = [r.to_new_leader_ms for r in rounds if r.to_new_leader_ms is not None]
-        lines.append("")
+    for code in dict.fromkeys(r.code for r in rounds):
+        mine = [r for r in rounds if r.code == code]
+        acks = [r.to_first_ack_ms for r in mine]
+        elected = [r.to_new_leader_ms for r in mine if r.to_new_leader_ms is not None]
         lines.append(
-            f"failover ({len(rounds)} rounds): first ack median {statistics.median(acks):.0f} ms "
-            f"(min {min(acks):.0f}, max {max(acks):.0f}); new leader logged median "
+            f"failover, {code} ({len(mine)} rounds): first ack median "
+            f"{statistics.median(acks):.0f} ms (min {min(acks):.0f}, max {max(acks):.0f}); "
+            "new leader logged median "
             + (f"{statistics.median(elected):.0f} ms" if elected else "-")
         )
     return "\n".join(lines)
@@ -245,8 +368,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ARG",
         help="appended to every node's command line (repeatable), e.g. --node-arg=--tick-ms=20",
     )
+    parser.add_argument(
+        "--code",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a raftlog source tree whose nodes to measure (repeatable: the trees are "
+        "measured side by side, interleaved), e.g. a `git archive` of another commit; "
+        "default: this checkout",
+    )
     parser.add_argument("--samples", type=int, default=2_000, help="sends per latency row")
     parser.add_argument("--max-seconds", type=float, default=10.0, help="per latency row")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="bursts per latency row, alternating the trees"
+    )
     parser.add_argument("--throughput-seconds", type=float, default=3.0)
     parser.add_argument("--failovers", type=int, default=5, help="leader kills (0: none)")
     args = parser.parse_args(argv)
@@ -254,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--samples, --max-seconds and --throughput-seconds must be positive")
     if not 0 <= args.failovers <= 50:
         parser.error("--failovers must be 0..50")
+    if not 1 <= args.rounds <= 100:
+        parser.error("--rounds must be 1..100")
+    for code_dir in args.code:
+        if not os.path.isfile(os.path.join(code_dir, "raftlog", "cli.py")):
+            parser.error(f"--code {code_dir}: not a raftlog source tree (no raftlog/cli.py)")
     latency = Budget(args.samples, args.max_seconds)
     throughput = Budget(500_000, args.throughput_seconds)
     os.makedirs(args.dir, exist_ok=True)
@@ -261,7 +401,14 @@ def main(argv: list[str] | None = None) -> int:
     source = source_description()
     try:
         rows, rounds = run(
-            root, args.durability, args.node_arg, latency, throughput, args.failovers
+            root,
+            args.durability,
+            args.node_arg,
+            args.code,
+            latency,
+            args.rounds,
+            throughput,
+            args.failovers,
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -275,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
             rows,
             failovers=[asdict(r) for r in rounds],
             node_args=list(args.node_arg),
+            code=list(args.code) or ["this checkout"],
             source=source,
         )
     return 0

@@ -1,6 +1,7 @@
 """Smoke test of the latency bench (bench/latency.py): a tiny run against a real local
-3-node cluster writes every latency row, the throughput row and one failover round with
-positive figures. It checks that the bench runs end to end, not how fast anything is."""
+3-node cluster writes every latency row, the throughput rows and one failover round with
+positive figures, and bad arguments are refused. It checks that the bench runs end to end,
+not how fast anything is."""
 
 from __future__ import annotations
 
@@ -46,9 +47,12 @@ def test_tiny_latency_bench_reports_every_row_and_a_failover(tmp_path: Path) -> 
     (failover,) = report["failovers"]
     assert 0 < failover["to_first_ack_ms"] < latency.FAILOVER_TIMEOUT_S * 1000
     assert report["node_args"] == ["--switch-interval-us=5000"]
+    assert report["code"] == ["this checkout"]
+    assert {r["params"]["code"] for r in report["measurements"]} == {"this checkout"}
 
 
-def test_bad_arguments_are_refused() -> None:
+@pytest.mark.parametrize("arguments", [["--failovers=51"], ["--rounds=0"], ["--code=/nonexistent"]])
+def test_bad_arguments_are_refused(arguments: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        latency.main(["--failovers=51"])
+        latency.main(arguments)
     assert exit_info.value.code == 2
