@@ -8,6 +8,9 @@ Rules this module keeps:
   timestamp is INVALID_ARGUMENT before the store is asked.
 - Pull answers with the PullStatus client.proto defines; an offset outside the queue is a
   status, not an error. "0 = server default" fields resolve through ServiceLimits.
+- Pull has two forms: ``StoredMessage``s built here, or (``return_records``) the selected
+  records' bytes as stored, with no per-message work here (the client verifies the CRCs).
+  Status, offsets, limits, the tag filter and long polling are the same code for both.
 - A long poll waits on ``WritePath.wait_visible`` (woken by new dispatched messages, never a
   busy loop), for at most min(long_poll_timeout_ms, ``max_long_poll_ms``, the call's deadline
   less a margin), and returns early when the service stops or the call is cancelled.
@@ -35,7 +38,7 @@ from raftlog.node.wire import (
 from raftlog.node.write_path import WritePath
 from raftlog.proto import client_pb2, client_pb2_grpc
 from raftlog.store.errors import InvalidMessageIdError
-from raftlog.store.message_store import MessageStore
+from raftlog.store.message_store import GetResult, MessageStore, RecordBytes
 
 Code = grpc.StatusCode
 PullStatus = client_pb2.PullStatus
@@ -127,28 +130,7 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
         tags: frozenset[str] | None,
     ) -> client_pb2.PullResponse:
         queue_offset = request.queue_offset
-        if request.return_records:
-            raw = self._store.get_record_bytes(
-                request.topic,
-                request.queue_id,
-                queue_offset,
-                max_messages,
-                max_bytes,
-                tags,
-                self._limits.max_pull_units_scanned,
-            )
-            response = self._pull_response(
-                queue_offset,
-                raw.count,
-                raw.next_queue_offset,
-                raw.min_queue_offset,
-                raw.max_queue_offset,
-            )
-            if response.status == PullStatus.PULL_STATUS_FOUND:
-                response.records = raw.records
-                response.record_count = raw.count
-            return response
-        result = self._store.get_messages(
+        read = (
             request.topic,
             request.queue_id,
             queue_offset,
@@ -157,26 +139,26 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
             tags,
             self._limits.max_pull_units_scanned,
         )
-        response = self._pull_response(
-            queue_offset,
-            len(result.messages),
-            result.next_queue_offset,
-            result.min_queue_offset,
-            result.max_queue_offset,
-        )
+        if request.return_records:
+            raw = self._store.get_record_bytes(*read)
+            response = self._pull_response(queue_offset, raw.count, raw)
+            if response.status == PullStatus.PULL_STATUS_FOUND:
+                response.records = raw.records
+                response.record_count = raw.count
+            return response
+        result = self._store.get_messages(*read)
+        response = self._pull_response(queue_offset, len(result.messages), result)
         if response.status == PullStatus.PULL_STATUS_FOUND:
             response.messages.extend([stored_message(record) for record in result.messages])
         return response
 
     @staticmethod
     def _pull_response(
-        queue_offset: int,
-        found_count: int,
-        next_queue_offset: int,
-        min_queue_offset: int,
-        max_queue_offset: int,
+        queue_offset: int, found_count: int, read: GetResult | RecordBytes
     ) -> client_pb2.PullResponse:
         """The answer's status and offsets (client.proto PullStatus), without the messages."""
+        next_queue_offset = read.next_queue_offset
+        min_queue_offset, max_queue_offset = read.min_queue_offset, read.max_queue_offset
         if queue_offset < min_queue_offset:
             status, next_queue_offset = PullStatus.PULL_STATUS_OFFSET_TOO_SMALL, min_queue_offset
         elif queue_offset > max_queue_offset:
