@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from raftlog.client.consumer import Consumer
+from raftlog.client.errors import InternalError
 from raftlog.client.messages import Message, messages_from_records
 from raftlog.proto import client_pb2
 from tests.integration.test_cluster_api import wait_applied_everywhere
@@ -229,3 +230,45 @@ def test_a_seek_after_a_prefetch_reads_from_the_new_position(seeded: Seeded) -> 
         following = consumer.poll(timeout_s=0.5)  # the prefetch made after the seek
         assert [m.queue_offset for m in following] == [25, 26, 27, 28, 29]
         assert [m.msg_id for m in following] == [r.msg_id for r in seeded.results[25:30]]
+
+
+def test_a_record_damaged_on_disk_is_never_handed_over(tmp_path: Path) -> None:
+    segment_size_bytes = 64 << 10
+    with running_cluster(
+        tmp_path, segment_size_bytes=segment_size_bytes, max_body_bytes=1024
+    ) as cluster:
+        cluster.create_topic(TOPIC, 1)
+        leader = cluster.leader()
+        follower = next(n for n in cluster.nodes if n != leader)
+        response = cluster.producer(leader).Produce(
+            client_pb2.ProduceRequest(
+                topic=TOPIC,
+                messages=[
+                    client_pb2.ProduceMessage(queue_id=0, body=b"intact-%d" % i) for i in range(5)
+                ],
+            ),
+            timeout=CALL_TIMEOUT_S,
+        )
+        wait_applied_everywhere(cluster, response.raft_index)
+        # Flip one body byte of the third message in the follower's CommitLog file.
+        victim = response.results[2].physical_offset
+        start = victim - victim % segment_size_bytes
+        path = tmp_path / follower / "store" / "commitlog" / f"{start:020d}"
+        data = bytearray(path.read_bytes())
+        position = victim - start + data[victim - start :].index(b"intact-2")
+        data[position] ^= 0x01
+        path.write_bytes(bytes(data))
+
+        fast = cluster.consumer(follower).Pull(
+            client_pb2.PullRequest(topic=TOPIC, queue_id=0, queue_offset=0, return_records=True),
+            timeout=CALL_TIMEOUT_S,
+        )
+        assert fast.record_count == 5  # the member forwards the bytes; the client checks them
+        with pytest.raises(InternalError, match=r"record 2: .*body CRC"):
+            messages_from_records(fast.records)
+        with Consumer(
+            [cluster.addresses[follower]], group="g", topic=TOPIC, from_beginning=True
+        ) as consumer:
+            with pytest.raises(InternalError, match="corrupt"):
+                consumer.poll(timeout_s=0.5)
+            assert consumer.positions == {0: 0}  # nothing was consumed
