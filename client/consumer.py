@@ -234,14 +234,17 @@ class Consumer:
 
     def _prefetch(self, queue_id: int, offset: int) -> None:
         """Start the Pull of ``queue_id`` at ``offset`` on the prefetch thread (no long poll)."""
+        if self._stop.is_set():
+            return  # closing (perhaps from another thread): the pool may be shut down
         if self._prefetch_pool is None:
             self._prefetch_pool = ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="raftlog-consumer-prefetch"
             )
-        self._prefetched[queue_id] = (
-            offset,
-            self._prefetch_pool.submit(self._pull, queue_id, offset, 0.0),
-        )
+        try:
+            future = self._prefetch_pool.submit(self._pull, queue_id, offset, 0.0)
+        except RuntimeError:
+            return  # shut down by close() since the check above: no prefetch
+        self._prefetched[queue_id] = (offset, future)
 
     def _prefetched_answer(self, queue_id: int, offset: int) -> Any | None:
         """The prefetched answer for ``queue_id`` if it was asked at ``offset`` (the position
