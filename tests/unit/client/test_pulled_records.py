@@ -3,13 +3,18 @@ form (a StoredMessage built by the server, ``node.wire.stored_message``) gives, 
 message ids included (IPv4 and IPv6); a corrupt record is refused with a clear error and no
 message of the answer is handed over."""
 
+from typing import Any
+
 import pytest
 
+from raftlog.client.consumer import Consumer
 from raftlog.client.errors import InternalError, RaftlogError
 from raftlog.client.messages import Message, messages_from_records
 from raftlog.node.wire import stored_message
+from raftlog.proto import client_pb2
 from raftlog.store.record import decode_record, encode_record
 from tests.support import make_record
+from tests.unit.client.fake_server import FakeServer
 
 RECORDS = [
     make_record(
@@ -66,3 +71,33 @@ def test_a_damaged_header_byte_is_caught_by_the_record_crc() -> None:
     encoded[25] ^= 0x01  # queue_offset: every length still agrees, the body CRC too
     with pytest.raises(InternalError, match="record CRC"):
         messages_from_records(bytes(encoded))
+
+
+def test_the_consumer_refuses_an_answer_whose_record_count_disagrees() -> None:
+    records = b"".join(encode_record(record) for record in RECORDS)
+    fake = FakeServer().start()
+
+    def describe(request: Any, context: Any) -> Any:
+        return client_pb2.DescribeTopicResponse(
+            topic=client_pb2.TopicInfo(name=request.topic, queue_count=1),
+            queues=[client_pb2.QueueInfo(queue_id=0, min_queue_offset=0, max_queue_offset=7)],
+        )
+
+    def pull(request: Any, context: Any) -> Any:
+        assert request.return_records
+        return client_pb2.PullResponse(
+            status=client_pb2.PULL_STATUS_FOUND,
+            records=records,
+            record_count=len(RECORDS) + 1,  # one record lost on the way
+            next_queue_offset=7,
+            max_queue_offset=7,
+        )
+
+    fake.hooks.update(DescribeTopic=describe, Pull=pull)
+    try:
+        with Consumer([fake.address], "g", "orders", from_beginning=True) as consumer:
+            with pytest.raises(InternalError, match="holds 3 records but says 4"):
+                consumer.poll(0.05)
+            assert consumer.positions == {0: 0}
+    finally:
+        fake.stop()
