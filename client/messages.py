@@ -3,7 +3,9 @@
 Rules this module keeps: every class is a frozen dataclass with units in its field names
 (``*_ms`` milliseconds since the Unix epoch, ``*_bytes`` bytes); conversions from the wire
 (``from_proto``) live beside the class they build, so the rest of the client never reads a
-protobuf message field by field.
+protobuf message field by field. ``messages_from_records`` builds Messages from a fast Pull's
+stored records with the store's pure record codec (the one exception to "client imports only
+proto", pyproject.toml says why), verifying every record's CRCs first.
 """
 
 from __future__ import annotations
@@ -190,17 +192,22 @@ def messages_from_records(records: bytes) -> list[Message]:
             store_ip = unpack_address(store_address)
             encode_id = id_encoders[store] = message_id_encoder((store_ip, store_port))
             hosts[store] = _host_text(store_ip, store_port)
-        keys = tags = uniq_key = ""
+        keys: str | None = None
+        tags: str | None = None
+        uniq_key: str | None = None
         properties: list[tuple[str, str]] = []
         # The first value of each promoted property counts, as in StoredMessage.
         for pair in all_properties:
             name = pair[0]
             if name == PROPERTY_TAGS:
-                tags = tags or pair[1]
+                if tags is None:
+                    tags = pair[1]
             elif name == PROPERTY_UNIQ_KEY:
-                uniq_key = uniq_key or pair[1]
+                if uniq_key is None:
+                    uniq_key = pair[1]
             elif name == PROPERTY_KEYS:
-                keys = keys or pair[1]
+                if keys is None:
+                    keys = pair[1]
             else:
                 properties.append(pair)
         append(
@@ -216,8 +223,8 @@ def messages_from_records(records: bytes) -> list[Message]:
                 born_host,
                 hosts[store],
                 split_keys(keys) if keys else (),
-                tags,
-                uniq_key,
+                tags or "",
+                uniq_key or "",
                 tuple(properties),
                 flag,
                 sys_flag,
