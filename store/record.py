@@ -1,8 +1,8 @@
 """The message record codec: MessageRecord <-> bytes, byte for byte as STORE_FORMAT.md says.
 
 Pure functions over bytes; no I/O, no clock. Integers are big-endian. The CommitLog, the
-dispatcher and (through ``node``) the replication path all read and write records only
-through this module.
+dispatcher, (through ``node``) the replication path and the client's pull decoder all read
+and write records only through this module (the client may import it: pyproject.toml).
 
 Rules this module keeps:
 - The 17 fields are laid out exactly as the spec's table; ``vectors.json`` pins the bytes.
@@ -38,6 +38,10 @@ unchanged and a plain record (such as the one in ``vectors.json``) is still a va
   structure error or a CRC mismatch (CRC32 detects every error burst up to 32 bits).
 - ``read_dispatch_info`` is the dispatcher's fast path and checks structure only (no CRC):
   it reads records the CommitLog already verified (written by this node, or recovered).
+- The fast pull splits the checks: on the node ``cut_records`` checks only that each record
+  is where and as long as its ConsumeQueue unit says (size, magic, physical offset), and the
+  client's ``decode_records`` checks every record as ``decode_record`` does, trailer required,
+  before anything is handed to a user.
 """
 
 from __future__ import annotations
