@@ -42,7 +42,8 @@ record CRC trailer (required by default, see record.py) and that the record's ph
 field equals its position; so any single-byte change of a stored record is refused, never
 returned as a valid message. ``recover`` applies the same checks to every item from the safe
 offset on. ``scan`` checks item structure only: it feeds the dispatcher with bytes that were
-verified when this node wrote or recovered them.
+verified when this node wrote or recovered them. ``read_record_bytes`` (the fast pull) checks
+only that each record is where and as long as its unit says; its reader checks the CRCs.
 """
 
 from __future__ import annotations
