@@ -198,6 +198,32 @@ def test_bad_input_raises_its_error_and_writes_nothing(store, message, error) ->
     assert store.put_message(good).queue_offset == 0
 
 
+def test_limits_are_inclusive_a_body_and_topic_exactly_at_them_round_trip(store) -> None:
+    longest_topic = "t" * 127
+    store.create_topic(longest_topic, 1)
+    largest_properties = (("p", "v" * (512 - 3)),)  # "p\x01" + value + "\x02" = 512 bytes
+    results = store.put_messages(
+        [
+            Message("orders", 0, b"b" * 1024),
+            Message(longest_topic, 0, b"t"),
+            Message("orders", 1, b"p", properties=largest_properties),
+        ]
+    )
+    assert [r.queue_offset for r in results] == [0, 0, 0]
+    assert store.get_messages("orders", 0, 0).messages[0].body == b"b" * 1024
+    assert store.get_messages(longest_topic, 0, 0).messages[0].topic == longest_topic
+    assert store.get_messages("orders", 1, 0).messages[0].properties == largest_properties
+    before = max_offset(store)
+    for one_over, error in (
+        (Message("orders", 0, b"b" * 1025), BodyTooLargeError),
+        (Message("t" * 128, 0, b"t"), InvalidTopicError),
+        (Message("orders", 1, b"p", properties=(("p", "v" * (512 - 2)),)), PropertiesTooLargeError),
+    ):
+        with pytest.raises(error):
+            store.put_message(one_over)
+    assert max_offset(store) == before
+
+
 def test_reads_validate_their_arguments(store) -> None:
     with pytest.raises(UnknownTopicError):
         store.get_messages("missing", 0, 0)
