@@ -942,16 +942,20 @@ class MessageStore:
         )
 
     def _despite_retention(self, read: Callable[[], _Result]) -> _Result:
-        """``read()``, again if retention deleted a segment under it (InvalidOffsetError while
-        the CommitLog's first offset moved): the new attempt starts past what was deleted.
-        Each retry needs another deletion, so the loop ends."""
+        """``read()`` of records through ConsumeQueue units, again if retention deleted a
+        segment under it (InvalidOffsetError while the CommitLog's first offset moved): the
+        new attempt starts past what was deleted. Each retry needs another deletion, so the
+        loop ends. Without a deletion, a unit pointing at no record is damaged derived data:
+        CorruptRecordError, not a bad argument."""
         while True:
             min_offset = self._commit_log.min_offset
             try:
                 return read()
-            except InvalidOffsetError:
+            except InvalidOffsetError as error:
                 if self._commit_log.min_offset == min_offset:
-                    raise
+                    raise CorruptRecordError(
+                        f"a ConsumeQueue unit points at no record: {error}"
+                    ) from error
 
     def _first_live_queue_offset(self, queue: ConsumeQueue) -> int:
         """Units pointing below the CommitLog's first offset lost their records to retention."""

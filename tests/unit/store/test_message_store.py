@@ -609,3 +609,23 @@ def test_dispatch_from_the_write_path_derives_what_reading_the_log_derives(tmp_p
     rebuilt = open_store(tmp_path, fs)  # no checkpoint: dispatch re-reads the whole log
     assert derived(rebuilt) == written
     rebuilt.close()
+
+
+def test_a_damaged_consume_queue_unit_reads_as_corruption_not_as_a_bad_argument(tmp_path) -> None:
+    from raftlog.store.filesystem import OsFileSystem
+
+    store = open_store(tmp_path, OsFileSystem())
+    store.create_topic("orders", 1)
+    store.put_messages([Message("orders", 0, b"m%d" % i) for i in range(4)])
+    store.close()
+    unit_file = tmp_path / "consumequeue" / "orders" / "0" / "00000000000000000000"
+    units = bytearray(unit_file.read_bytes())
+    units[2 * 20 + 1] ^= 0xFF  # the third unit's physical offset now lies far past the log
+    unit_file.write_bytes(bytes(units))
+    store = open_store(tmp_path, OsFileSystem())
+    assert [m.body for m in store.get_messages("orders", 0, 0, 2)] == [b"m0", b"m1"]
+    with pytest.raises(CorruptRecordError):
+        store.get_messages("orders", 0, 0, 10)
+    with pytest.raises(CorruptRecordError):
+        store.queue_offset_for_time("orders", 0, T0 + 1)
+    store.close()
