@@ -478,7 +478,8 @@ def render_table(figures: Sequence[Figure], nats_labels: dict[str, str]) -> str:
         name = f.figure
         if f.queue_count is not None:
             name = f"produce, {f.queue_count:,} queue{'s' if f.queue_count > 1 else ''}"
-        pairing = f"{f.durability} / {nats_labels.get(f.durability, '-')}"
+        nats_label = "-" if f.figure == "queues" else nats_labels.get(f.durability, "-")
+        pairing = f"{f.durability} / {nats_label}"
         ratio = "-" if f.ratio is None else f"{f.ratio:.2f}"
         lines.append(
             f"| {name} | {pairing} | {f.body_bytes} | {f.unit} | {_number(f.raftlog, f.unit)} "

@@ -110,7 +110,7 @@ async def stream_leader(cluster: NatsCluster, stream: str, timeout_s: float) -> 
     for _ in range(int(timeout_s / 0.1) + 1):
         live = [cluster.url(name) for name in SERVER_NAMES if cluster.pid(name) is not None]
         info = await _stream_info(live, stream)
-        replicas = info.cluster.replicas or [] if info.cluster else []
+        replicas = (info.cluster.replicas or []) if info.cluster is not None else []
         if (
             info.cluster is not None
             and info.cluster.leader in SERVER_NAMES
