@@ -14,6 +14,8 @@ Rules this module keeps:
 
 from __future__ import annotations
 
+import time
+
 import grpc
 
 from raftlog.node.errors import NotLeaderError
@@ -32,6 +34,10 @@ from raftlog.node.write_path import ProduceOutcome, WritePath
 from raftlog.proto import client_pb2, client_pb2_grpc
 from raftlog.store.errors import UnknownTopicError
 from raftlog.store.message_store import MessageStore
+
+# How often a leader looks whether it has applied what it held (cluster views refresh every
+# 50 ms, so polling faster would not see more).
+_APPLY_POLL_S = 0.02
 
 
 class ProducerService(client_pb2_grpc.ProducerServicer):
@@ -81,11 +87,30 @@ class ProducerService(client_pb2_grpc.ProducerServicer):
 
     def _queue_count(self, topic: str) -> int:
         """The topic's queue count from this member's applied state. A topic unknown here
-        may exist at the leader (this member lags, or is not the leader): redirect first."""
+        may exist at the leader (this member lags, or is not the leader): redirect first. A
+        leader looks again once it has applied every entry it held when the lookup failed
+        (a new leader's inherited log may create the topic; followers learn commits lazily,
+        raft ``announce_commit_on_tick``), so a topic is refused only after that."""
         try:
             return self._store.describe_topic(topic).queue_count
         except UnknownTopicError:
             view = self._write_path.cluster_view()
             if view.role != "leader":
                 raise NotLeaderError(view.leader_id, view.leader_address, view.term) from None
-            raise
+            if view.applied_index >= view.last_index or not self._applied_through(view.last_index):
+                raise
+        return self._store.describe_topic(topic).queue_count
+
+    def _applied_through(self, index: int) -> bool:
+        """Wait (bounded) until this member, still leading, has applied ``index``."""
+        deadline = time.monotonic() + self._limits.max_write_timeout_s
+        for _ in range(int(self._limits.max_write_timeout_s / _APPLY_POLL_S) + 1):
+            view = self._write_path.cluster_view()
+            if view.role != "leader":
+                return False
+            if view.applied_index >= index:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_APPLY_POLL_S)
+        return False

@@ -196,10 +196,14 @@ class Replica:
         self._applied_index = raft_log.first_index() - 1
         self._visible_end = 0
         self._visible = threading.Condition()
-        # Notified when the role or the known leader changes (writes wait for a leader).
+        # Notified when the role, the known leader or write-readiness changes (writes wait).
         self._leader_changed = threading.Condition()
-        # An election outlasts one randomised timeout only after a split vote.
-        self._leader_wait_bound_s = 2 * (2 * settings.election_ticks * settings.tick_ms / 1000)
+        # When this member last lost its leader (monotonic s; None while it knows one). A
+        # write waits for an election only within two maximal election timeouts of that: an
+        # election is under way then, while a member cut off for longer (a minority
+        # partition) answers at once, so the client moves on to a member that can serve it.
+        self._leader_lost_at: float | None = time.monotonic()
+        self._election_window_s = 2 * (2 * settings.election_ticks * settings.tick_ms / 1000)
         self._write_ready = False
         self._term_start_index = 0
         self._stopping = threading.Event()
@@ -502,6 +506,10 @@ class Replica:
             self._fail_unproposed(self._deferred)
             self._deferred = []
         self._view = self._build_view()
+        if self._view.leader_id is not None:
+            self._leader_lost_at = None
+        elif self._leader_lost_at is None:
+            self._leader_lost_at = time.monotonic()
         with self._leader_changed:
             self._leader_changed.notify_all()
 
@@ -516,6 +524,8 @@ class Replica:
             self._write_ready = True
             self._queued = self._deferred + self._queued
             self._deferred = []
+            with self._leader_changed:
+                self._leader_changed.notify_all()
 
     # ------------------------------------------------------------------ proposing
 
@@ -778,15 +788,31 @@ class Replica:
             )
 
     def _check_leader_now(self, wait_s: float = 0.0) -> None:
-        """Raise NotLeaderError unless this member leads. With ``wait_s``, a member that
-        knows no leader (an election is under way) first waits up to that long for one, so
-        the caller gets a redirect the moment a leader is elected rather than backing off
+        """Raise NotLeaderError unless this member leads. With ``wait_s``, a member that lost
+        its leader recently (an election is under way) first waits up to that long for one,
+        so the caller gets a redirect the moment a leader is elected rather than backing off
         and guessing when to retry."""
         view = self._view
-        if view.leader_id is None and wait_s > 0:
-            deadline = time.monotonic() + min(wait_s, self._leader_wait_bound_s)
+        lost_at = self._leader_lost_at
+        if view.leader_id is None and wait_s > 0 and lost_at is not None:
+            deadline = min(time.monotonic() + wait_s, lost_at + self._election_window_s)
             with self._leader_changed:
                 while self._view.leader_id is None and not self._stopping.is_set():
+                    remaining_s = deadline - time.monotonic()
+                    if remaining_s <= 0:
+                        break
+                    self._leader_changed.wait(remaining_s)
+            view = self._view
+        if view.role == "leader" and not self._write_ready and wait_s > 0:
+            # A new leader takes writes once it applied its inherited log (which may create
+            # the very topic this write names): wait for that rather than refuse the topic.
+            deadline = time.monotonic() + wait_s
+            with self._leader_changed:
+                while (
+                    not self._write_ready
+                    and self._view.role == "leader"
+                    and not self._stopping.is_set()
+                ):
                     remaining_s = deadline - time.monotonic()
                     if remaining_s <= 0:
                         break

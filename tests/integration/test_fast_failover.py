@@ -1,8 +1,10 @@
 """A SIGKILLed leader is replaced within a few ticks, not an election timeout: its followers
 see its peer stream end (node/peer_service.py) and forget it (raft forget_leader), so with
 pre-vote and check-quorum on they elect a successor at once. A killed follower changes
-nothing: the leader keeps its term. A write sent to a member that knows no leader waits for
-the election instead of failing at once, so the client need not guess when to retry."""
+nothing: the leader keeps its term. A write sent to a member that just lost its leader waits
+for the election instead of failing at once, so the client need not guess when to retry; a
+member leaderless for longer than an election takes (cut off from the majority) answers at
+once, so the client moves on."""
 
 from __future__ import annotations
 
@@ -62,9 +64,13 @@ def test_a_killed_follower_leaves_the_leader_and_its_term_alone(cluster: LocalCl
     assert (leader_address(cluster), answer.term) == (leader, term)
 
 
+@pytest.mark.parametrize("server_picks_queue", [False, True])
 def test_a_write_to_a_member_that_knows_no_leader_waits_for_the_election(
-    cluster: LocalCluster,
+    cluster: LocalCluster, server_picks_queue: bool
 ) -> None:
+    # The survivor may not have applied the topic yet (it learns commits lazily): as the
+    # new leader it must apply its inherited log before it calls the topic unknown, on the
+    # write path (explicit queue) and on the queue pick (server-chosen queue) alike.
     with Admin(cluster.addresses) as admin:
         admin.create_topic("t", queue_count=1)
     leader = leader_address(cluster)
@@ -78,9 +84,10 @@ def test_a_write_to_a_member_that_knows_no_leader_waits_for_the_election(
     # Alone, the survivor cannot elect anyone; a peer comes back while the write waits.
     restarter = threading.Thread(target=cluster.restart, args=(_node_at(cluster, lagging),))
     restarter.start()
-    request = client_pb2.ProduceRequest(
-        topic="t", messages=[client_pb2.ProduceMessage(queue_id=0, body=b"x")]
-    )
+    message = client_pb2.ProduceMessage(body=b"x")
+    if not server_picks_queue:
+        message.queue_id = 0
+    request = client_pb2.ProduceRequest(topic="t", messages=[message])
     try:
         with grpc.insecure_channel(survivor) as channel:
             stub = client_pb2_grpc.ProducerStub(channel)
@@ -91,3 +98,30 @@ def test_a_write_to_a_member_that_knows_no_leader_waits_for_the_election(
                 assert error.code() is grpc.StatusCode.FAILED_PRECONDITION, error
     finally:
         restarter.join(60)
+
+
+def test_a_member_leaderless_for_longer_than_an_election_answers_at_once(
+    tmp_path: Path,
+) -> None:
+    running = LocalCluster(str(tmp_path / "data"), base_port=0)  # election window 2 s
+    running.start(wait_timeout_s=30)
+    try:
+        with Admin(running.addresses) as admin:
+            admin.create_topic("t", queue_count=1)
+        leader = leader_address(running)
+        other, survivor = [a for a in running.addresses if a != leader]
+        running.kill(_node_at(running, leader))
+        running.kill(_node_at(running, other))
+        time.sleep(2.5)  # past two maximal election timeouts: no election can be under way
+        request = client_pb2.ProduceRequest(
+            topic="t", messages=[client_pb2.ProduceMessage(queue_id=0, body=b"x")]
+        )
+        with grpc.insecure_channel(survivor) as channel:
+            stub = client_pb2_grpc.ProducerStub(channel)
+            started = time.monotonic()
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Produce(request, timeout=10)
+            assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert time.monotonic() - started < 0.5
+    finally:
+        running.stop()
