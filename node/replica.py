@@ -895,7 +895,9 @@ class Replica:
     def commit_offsets(
         self, group: str, offsets: Sequence[tuple[str, int, int]], *, timeout_s: float
     ) -> int:
-        self._check_leader_now()  # a lagging follower redirects rather than NOT_FOUND
+        # A lagging follower redirects, and a new leader applies its log first, rather than
+        # answering NOT_FOUND for a topic it has not applied yet.
+        self._check_leader_now(wait_s=timeout_s)
         for topic, queue_id, queue_offset in offsets:
             queue_count = self._store.describe_topic(topic).queue_count
             if not 0 <= queue_id < queue_count:
@@ -940,7 +942,7 @@ class Replica:
             raise InvalidQueueIdError(
                 f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"
             )
-        self._check_leader_now()
+        self._check_leader_now(wait_s=timeout_s)  # the topic may be in its unapplied log
         existing = {t.name: t for t in self._store.list_topics()}.get(topic)
         if existing is not None and queue_count == existing.queue_count:
             return existing, False
