@@ -812,8 +812,13 @@ class MessageStore:
         and max offsets). Units are chosen by tag hash, counted against the limits, and read
         one chunk at a time; ``tags_of`` re-checks the real tag (hashes collide)."""
         queue = self._check_queue(topic, queue_id)
-        if queue_offset < 0:
-            raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
+        if type(queue_offset) is not int or queue_offset < 0:
+            raise InvalidOffsetError(f"queue offset must be an int >= 0, got {queue_offset!r}")
+        if max_messages < 1 or max_units_scanned < 1:
+            raise InvalidArgumentError(
+                f"max_messages ({max_messages}) and max_units_scanned ({max_units_scanned}) "
+                "must be at least 1"
+            )
 
         def read_units() -> tuple[list[_Item], int, int, int]:
             min_queue_offset = self._first_live_queue_offset(queue)

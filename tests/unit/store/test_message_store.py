@@ -231,6 +231,16 @@ def test_reads_validate_their_arguments(store) -> None:
         store.get_messages("orders", 9, 0)
     with pytest.raises(InvalidOffsetError):
         store.get_messages("orders", 0, -1)
+    with pytest.raises(InvalidOffsetError):
+        store.get_messages("orders", 0, "0")
+    for max_messages in (0, -5):
+        with pytest.raises(InvalidArgumentError):
+            store.get_messages("orders", 0, 0, max_messages)
+    # Past the end is no error: nothing yet, and the position is kept (a replica that is
+    # behind must not move a consumer back).
+    store.put_message(Message("orders", 0, b"x"))
+    past = store.get_messages("orders", 0, 10**6)
+    assert (len(past), past.next_queue_offset, past.max_queue_offset) == (0, 10**6, 1)
 
 
 def test_key_queries_refuse_an_inverted_window_an_empty_key_and_no_results(store) -> None:
