@@ -15,6 +15,7 @@ Rules this module keeps:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import grpc
 
@@ -30,14 +31,16 @@ from raftlog.node.wire import (
     require_producer_identity,
     store_messages,
 )
-from raftlog.node.write_path import ProduceOutcome, WritePath
+from raftlog.node.write_path import ClusterView, ProduceOutcome, WritePath
 from raftlog.proto import client_pb2, client_pb2_grpc
 from raftlog.store.errors import UnknownTopicError
 from raftlog.store.message_store import MessageStore
 
-# How often a leader looks whether it has applied what it held (cluster views refresh every
-# 50 ms, so polling faster would not see more).
-_APPLY_POLL_S = 0.02
+# Cluster views refresh every 50 ms (or at a role change); polling faster would not see more.
+_VIEW_POLL_S = 0.02
+# How long a member that knows no leader waits for one before it answers "no leader": about
+# what an election takes (node/replica.py waits the same way on the write path).
+_LEADER_WAIT_S = 2.0
 
 
 class ProducerService(client_pb2_grpc.ProducerServicer):
@@ -87,30 +90,35 @@ class ProducerService(client_pb2_grpc.ProducerServicer):
 
     def _queue_count(self, topic: str) -> int:
         """The topic's queue count from this member's applied state. A topic unknown here
-        may exist at the leader (this member lags, or is not the leader): redirect first. A
-        leader looks again once it has applied every entry it held when the lookup failed
-        (a new leader's inherited log may create the topic; followers learn commits lazily,
-        raft ``announce_commit_on_tick``), so a topic is refused only after that."""
+        may exist at the leader (this member lags, or is not the leader): redirect first,
+        after waiting a little for an election under way. A leader looks again once it has
+        applied every entry it held when the lookup failed (a new leader's inherited log may
+        create the topic; followers learn commits lazily, raft ``announce_commit_on_tick``),
+        so a topic is refused only after that."""
         try:
             return self._store.describe_topic(topic).queue_count
         except UnknownTopicError:
-            view = self._write_path.cluster_view()
-            if view.role != "leader":
-                raise NotLeaderError(view.leader_id, view.leader_address, view.term) from None
-            if view.applied_index >= view.last_index or not self._applied_through(view.last_index):
-                raise
+            pass
+        view = self._write_path.cluster_view()
+        if view.leader_id is None:
+            view = self._await_view(lambda v: v.leader_id is not None, _LEADER_WAIT_S)
+        if view.role == "leader" and view.applied_index < view.last_index:
+            held = view.last_index
+            view = self._await_view(
+                lambda v: v.role != "leader" or v.applied_index >= held,
+                self._limits.max_write_timeout_s,
+            )
+        if view.role != "leader":
+            raise NotLeaderError(view.leader_id, view.leader_address, view.term)
         return self._store.describe_topic(topic).queue_count
 
-    def _applied_through(self, index: int) -> bool:
-        """Wait (bounded) until this member, still leading, has applied ``index``."""
-        deadline = time.monotonic() + self._limits.max_write_timeout_s
-        for _ in range(int(self._limits.max_write_timeout_s / _APPLY_POLL_S) + 1):
+    def _await_view(self, done: Callable[[ClusterView], bool], bound_s: float) -> ClusterView:
+        """Poll this member's cluster view until ``done`` holds or ``bound_s`` passes."""
+        deadline = time.monotonic() + bound_s
+        view = self._write_path.cluster_view()
+        for _ in range(int(bound_s / _VIEW_POLL_S) + 1):
+            if done(view) or time.monotonic() >= deadline:
+                break
+            time.sleep(_VIEW_POLL_S)
             view = self._write_path.cluster_view()
-            if view.role != "leader":
-                return False
-            if view.applied_index >= index:
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(_APPLY_POLL_S)
-        return False
+        return view

@@ -17,6 +17,7 @@ import grpc
 import pytest
 
 from raftlog.client.admin import Admin
+from raftlog.client.errors import RaftlogError
 from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
 from tests.integration.test_failover import leader_address, status
@@ -68,13 +69,22 @@ def test_a_killed_follower_leaves_the_leader_and_its_term_alone(cluster: LocalCl
 def test_a_write_to_a_member_that_knows_no_leader_waits_for_the_election(
     cluster: LocalCluster, server_picks_queue: bool
 ) -> None:
-    # The survivor may not have applied the topic yet (it learns commits lazily): as the
-    # new leader it must apply its inherited log before it calls the topic unknown, on the
-    # write path (explicit queue) and on the queue pick (server-chosen queue) alike.
+    # Explicit queue: the survivor may not have applied the topic yet (it learns commits
+    # lazily); as the new leader it must apply its inherited log before it calls the topic
+    # unknown. Server-picked queue (what the typed client sends): the survivor knows the
+    # topic, and the write waits on the write path.
     with Admin(cluster.addresses) as admin:
         admin.create_topic("t", queue_count=1)
     leader = leader_address(cluster)
     lagging, survivor = [a for a in cluster.addresses if a != leader]
+    if server_picks_queue:
+        with Admin([survivor]) as admin:
+            for _ in range(100):  # the survivor learns the commit within a tick
+                try:
+                    admin.describe_topic("t", address=survivor)
+                    break
+                except RaftlogError:
+                    time.sleep(0.05)
     cluster.kill(_node_at(cluster, leader))
     cluster.kill(_node_at(cluster, lagging))
     deadline = time.monotonic() + 10

@@ -51,6 +51,13 @@ class SafetyChecker:
         self._chain_at: dict[tuple[int, int], tuple[int, NodeId]] = {}
         self._durable_chain: dict[NodeId, list[int]] = {node: [] for node in self._voters}
         self._durable_committed_prefix: dict[NodeId, int] = {node: 0 for node in self._voters}
+        # Set once a property broke: the cluster may be left mid-step (a node inside a Ready),
+        # so whoever drives it must stop rather than heal it.
+        self.violated = False
+
+    def _violation(self, message: str) -> SafetyViolation:
+        self.violated = True
+        return SafetyViolation(message)
 
     # -- election safety and leader completeness -------------------------------------------
 
@@ -60,7 +67,7 @@ class SafetyChecker:
             return
         known = self._leader_by_term.setdefault(term, node_id)
         if known != node_id:
-            raise SafetyViolation(
+            raise self._violation(
                 f"election safety: {known} and {node_id} are both leaders of term {term}"
             )
         previous = self._current_leaders.get(node_id)
@@ -79,7 +86,7 @@ class SafetyChecker:
     ) -> None:
         held = log.entry_at(entry.index)
         if held != entry:
-            raise SafetyViolation(
+            raise self._violation(
                 f"leader completeness: {node_id}, leader of term {term}, holds "
                 f"{describe_entry(held)} at {entry.index} but {describe_entry(entry)} was "
                 f"committed (reported by {self._committed_by[position]} in term "
@@ -94,7 +101,7 @@ class SafetyChecker:
             return
         at_commit = log.entry_at(commit_index)
         if at_commit is None:
-            raise SafetyViolation(
+            raise self._violation(
                 f"commit past the log: {node_id} commits {commit_index}, last {log.last_index}"
             )
         if commit_index <= len(self.committed):
@@ -110,7 +117,7 @@ class SafetyChecker:
         if entry.index > len(self.committed) + 1:
             # An applied entry is committed, so everything below it is too: a node applying
             # past the known prefix must have been told commits the checker missed.
-            raise SafetyViolation(
+            raise self._violation(
                 f"state machine safety: {node_id} applied {describe_entry(entry)} while only "
                 f"{len(self.committed)} entries are known committed"
             )
@@ -121,7 +128,7 @@ class SafetyChecker:
         if position < len(self.committed):
             known = self.committed[position]
             if known != entry:
-                raise SafetyViolation(
+                raise self._violation(
                     f"state machine safety: {node_id} {how} {describe_entry(entry)} at "
                     f"{entry.index} but {describe_entry(known)} was committed there "
                     f"(reported by {self._committed_by[position]} in term "
@@ -164,7 +171,7 @@ class SafetyChecker:
             chain.append(chain_id)
             seen = self._chain_at.setdefault((index, entry.term), (chain_id, node_id))
             if seen[0] != chain_id:
-                raise SafetyViolation(
+                raise self._violation(
                     f"log matching: durable logs of {seen[1]} and {node_id} both hold an entry "
                     f"with index {index} and term {entry.term} but their prefixes up to it differ"
                 )
@@ -186,7 +193,7 @@ class SafetyChecker:
         if prefixes[majority - 1] < committed_count:
             lost_index = prefixes[majority - 1] + 1
             holders = sum(1 for prefix in prefixes if prefix >= lost_index)
-            raise SafetyViolation(
+            raise self._violation(
                 f"committed entry lost: {describe_entry(self.committed[lost_index - 1])} is on "
                 f"the durable log of only {holders} of {len(self._voters)} voters"
             )

@@ -181,7 +181,10 @@ class ClusterMachine(RuleBasedStateMachine):
         self.cluster.checker.check_committed_durable()
 
     def teardown(self) -> None:
-        heal(self.cluster)
+        # After a violation a node may be mid-Ready; healing would bury it under a contract
+        # error of the harness's own making.
+        if not self.cluster.checker.violated:
+            heal(self.cluster)
 
 
 def test_hypothesis_schedules_keep_raft_safe() -> None:
