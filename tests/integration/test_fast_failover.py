@@ -113,9 +113,8 @@ def test_a_write_to_a_member_that_knows_no_leader_waits_for_the_election(
 def test_a_member_leaderless_for_longer_than_an_election_answers_at_once(
     tmp_path: Path,
 ) -> None:
-    running = LocalCluster(str(tmp_path / "data"), base_port=0)  # election window 2 s
-    running.start(wait_timeout_s=30)
-    try:
+    with LocalCluster(str(tmp_path / "data"), base_port=0) as running:  # election window 2 s
+        running.start(wait_timeout_s=30)
         with Admin(running.addresses) as admin:
             admin.create_topic("t", queue_count=1)
         leader = leader_address(running)
@@ -133,5 +132,3 @@ def test_a_member_leaderless_for_longer_than_an_election_answers_at_once(
                 stub.Produce(request, timeout=10)
             assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
             assert time.monotonic() - started < 0.5
-    finally:
-        running.stop()
