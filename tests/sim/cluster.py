@@ -70,6 +70,10 @@ class Cluster:
         self._seen_roles: dict[NodeId, tuple[Role, int]] = {}
         self._crash_soon: set[NodeId] = set()
         self._transport_reports: list[TransportReport] = []
+        # (observer, its incarnation, the node whose process ended), delivered like transport
+        # reports: between calls, never into a node whose Ready is still outstanding.
+        self._gone_reports: list[tuple[NodeId, int, NodeId]] = []
+        self._calls_in_progress = 0
         for node_id in self.node_ids:
             self.restart(node_id)
 
@@ -116,18 +120,16 @@ class Cluster:
         self.history.record(self.clock.now_tick, "crash", node_id, unsynced, survived)
         self.checker.observe_durable(node_id, driver.disk.synced)
         self._report_process_gone(node_id)
+        self._flush_transport_reports()
 
     def _report_process_gone(self, node_id: NodeId) -> None:
         """A crashed process closes its connections: every live node it can still reach sees
-        its stream end and tells its core (node/peer_service.py does this for real)."""
+        its stream end and tells its core (node/peer_service.py does this for real, from
+        another thread: so here too it arrives after the call in progress)."""
         for other_id in self.up_nodes():
-            if self.network.is_blocked(node_id, other_id):
-                continue
-            other = self.drivers[other_id]
-            assert other.node is not None
-            self.history.record(self.clock.now_tick, "peer-gone", other_id, node_id)
-            other.node.forget_leader(node_id)
-            self._after_call(other)
+            if not self.network.is_blocked(node_id, other_id):
+                other = self.drivers[other_id]
+                self._gone_reports.append((other_id, other.incarnation, node_id))
 
     def up_nodes(self) -> list[NodeId]:
         return [node_id for node_id in self.node_ids if self.drivers[node_id].is_up]
@@ -191,29 +193,46 @@ class Cluster:
 
     def _after_call(self, driver: NodeDriver) -> None:
         """Drain the node's Ready, observe its role, then do what had to wait for that."""
-        driver.drain_ready(self)
-        node = driver.node
-        assert node is not None
-        role_term = (node.role, node.term)
-        if self._seen_roles.get(driver.node_id) != role_term:
-            self._seen_roles[driver.node_id] = role_term
-            self.history.record(self.clock.now_tick, "role", driver.node_id, *role_term)
-        self.checker.observe_role(driver.node_id, node.role, node.term, driver.disk.current)
-        if driver.node_id in self._crash_soon:
-            self.crash(driver.node_id, torn=False)
+        self._calls_in_progress += 1
+        try:
+            driver.drain_ready(self)
+            node = driver.node
+            assert node is not None
+            role_term = (node.role, node.term)
+            if self._seen_roles.get(driver.node_id) != role_term:
+                self._seen_roles[driver.node_id] = role_term
+                self.history.record(self.clock.now_tick, "role", driver.node_id, *role_term)
+            self.checker.observe_role(driver.node_id, node.role, node.term, driver.disk.current)
+            if driver.node_id in self._crash_soon:
+                self.crash(driver.node_id, torn=False)
+        finally:
+            self._calls_in_progress -= 1
         self._flush_transport_reports()
 
     def _flush_transport_reports(self) -> None:
-        while self._transport_reports:
-            report = self._transport_reports.pop(0)
-            source = self.drivers[report.source]
-            if source.node is None or source.incarnation != report.source_incarnation:
+        """Deliver the transport's and the peers' reports, in order, once no call is in
+        progress (a report handed to a node still draining its Ready would drain it again)."""
+        if self._calls_in_progress:
+            return
+        while self._transport_reports or self._gone_reports:
+            if self._transport_reports:
+                report = self._transport_reports.pop(0)
+                source = self.drivers[report.source]
+                if source.node is None or source.incarnation != report.source_incarnation:
+                    continue
+                if report.success is None:
+                    source.node.report_unreachable(report.target)
+                else:
+                    source.node.report_snapshot(report.target, report.success)
+                self._after_call(source)
                 continue
-            if report.success is None:
-                source.node.report_unreachable(report.target)
-            else:
-                source.node.report_snapshot(report.target, report.success)
-            self._after_call(source)
+            observer_id, incarnation, gone_id = self._gone_reports.pop(0)
+            observer = self.drivers[observer_id]
+            if observer.node is None or observer.incarnation != incarnation:
+                continue
+            self.history.record(self.clock.now_tick, "peer-gone", observer_id, gone_id)
+            observer.node.forget_leader(gone_id)
+            self._after_call(observer)
 
     # -- ReadyHooks ------------------------------------------------------------------------
 
