@@ -44,6 +44,7 @@ from raftlog.store.errors import (
     BodyTooLargeError,
     CorruptRecordError,
     DiskFullError,
+    InvalidArgumentError,
     InvalidMessageIdError,
     InvalidOffsetError,
     InvalidQueueIdError,
@@ -73,6 +74,8 @@ _CODES: dict[type[BaseException], Any] = {
     PropertiesTooLargeError: Code.INVALID_ARGUMENT,
     InvalidOffsetError: Code.INVALID_ARGUMENT,
     InvalidMessageIdError: Code.INVALID_ARGUMENT,
+    # A field of the wrong type or beyond its bytes (the node's own checks come first).
+    InvalidArgumentError: Code.INVALID_ARGUMENT,
     # A pre-encoded Produce record that does not decode; on reads see READ_OVERRIDES.
     CorruptRecordError: Code.INVALID_ARGUMENT,
     UnknownTopicError: Code.NOT_FOUND,
