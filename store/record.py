@@ -52,7 +52,7 @@ import re
 import socket
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, NoReturn
 
@@ -547,16 +547,26 @@ class DecodedRecord(NamedTuple):
 _new_decoded_record = tuple.__new__
 
 
-def decode_records(buf: bytes | bytearray | memoryview) -> list[DecodedRecord]:
-    """Every record of ``buf`` (back to back, nothing else), each checked as
-    ``decode_record(..., require_record_crc=True)`` checks it: structure, body CRC and the
-    ``__CRC32#`` trailer. CorruptRecordError names the first bad record. The pull client's
-    decoder: one unpack and two CRCs per record, the topic decoded once per distinct value."""
-    records: list[DecodedRecord] = []
+class _CheckedRecord(NamedTuple):
+    """One record of a run, checked as ``decode_record(..., require_record_crc=True)``
+    checks it, with its topic and properties decoded (the CRC trailer excluded)."""
+
+    fields: tuple[int, ...]
+    body_pos: int
+    topic: str
+    properties_bytes: int
+    properties: tuple[tuple[str, str], ...]
+
+
+def _checked_records(buf: bytes | bytearray | memoryview) -> Iterator[_CheckedRecord]:
+    """Every record of ``buf`` (back to back, nothing else), checked in order: structure,
+    body CRC, the ``__CRC32#`` trailer, a UTF-8 topic (decoded once per distinct value) and
+    properties a reader can decode. CorruptRecordError names the first bad record."""
     view = memoryview(buf)
     topics: dict[bytes, str] = {}
     position = 0
     end = len(view)
+    index = 0
     while position < end:
         try:
             layout = _layout(view, position)
@@ -571,25 +581,36 @@ def decode_records(buf: bytes | bytearray | memoryview) -> list[DecodedRecord]:
                     raise CorruptRecordError(
                         f"record at {position}: topic is not UTF-8: {error}"
                     ) from error
-            properties_end = properties_pos + properties_len - RECORD_CRC_TRAILER_BYTES
-            properties = decode_properties(view[properties_pos:properties_end])
+            properties_len -= RECORD_CRC_TRAILER_BYTES
+            # Readers decode the properties: a list they would refuse is never valid.
+            properties = decode_properties(view[properties_pos : properties_pos + properties_len])
         except CorruptRecordError as error:
-            raise CorruptRecordError(f"record {len(records)}: {error}") from error
-        records.append(
-            _new_decoded_record(
-                DecodedRecord,
-                (
-                    *fields[3:16],
-                    fields[0],
-                    fields[2],
-                    topic,
-                    bytes(view[body_pos : body_pos + fields[16]]),
-                    properties,
-                ),
-            )
-        )
+            raise CorruptRecordError(f"record {index}: {error}") from error
+        yield _CheckedRecord(fields, body_pos, topic, properties_len, properties)
         position += fields[0]
-    return records
+        index += 1
+
+
+def decode_records(buf: bytes | bytearray | memoryview) -> list[DecodedRecord]:
+    """Every record of ``buf`` (back to back, nothing else), each checked as
+    ``decode_record(..., require_record_crc=True)`` checks it: structure, body CRC and the
+    ``__CRC32#`` trailer. CorruptRecordError names the first bad record. The pull client's
+    decoder: one unpack and two CRCs per record, the topic decoded once per distinct value."""
+    view = memoryview(buf)
+    return [
+        _new_decoded_record(
+            DecodedRecord,
+            (
+                *record.fields[3:16],
+                record.fields[0],
+                record.fields[2],
+                record.topic,
+                bytes(view[record.body_pos : record.body_pos + record.fields[16]]),
+                record.properties,
+            ),
+        )
+        for record in _checked_records(view)
+    ]
 
 
 class BlockRecord(NamedTuple):
@@ -608,39 +629,19 @@ class BlockRecord(NamedTuple):
 def verify_block(block: bytes | bytearray | memoryview) -> list[BlockRecord]:
     """Check every record of ``block`` (back to back, nothing else) the way ``decode_record``
     does, the record CRC trailer required; CorruptRecordError names the first bad one."""
-    records: list[BlockRecord] = []
-    position = 0
-    end = len(block)
-    while position < end:
-        try:
-            layout = _layout(block, position)
-            _check_crcs(block, position, layout, True)
-            fields, _, topic_pos, topic_len, properties_pos, properties_len = layout
-            properties_len -= RECORD_CRC_TRAILER_BYTES
-            try:
-                topic = str(block[topic_pos : topic_pos + topic_len], "utf-8")
-            except UnicodeDecodeError as error:
-                raise CorruptRecordError(
-                    f"record at {position}: topic is not UTF-8: {error}"
-                ) from error
-            # Readers decode the properties: a list they would refuse must not be written.
-            properties = decode_properties(block[properties_pos : properties_pos + properties_len])
-        except CorruptRecordError as error:
-            raise CorruptRecordError(f"record {len(records)}: {error}") from error
-        records.append(
-            BlockRecord(
-                fields[0],
-                topic,
-                fields[3],
-                fields[16],
-                properties_len,
-                fields[8],
-                fields[14],
-                properties,
-            )
+    return [
+        BlockRecord(
+            record.fields[0],
+            record.topic,
+            record.fields[3],
+            record.fields[16],
+            record.properties_bytes,
+            record.fields[8],
+            record.fields[14],
+            record.properties,
         )
-        position += fields[0]
-    return records
+        for record in _checked_records(block)
+    ]
 
 
 def decode_record(
