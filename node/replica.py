@@ -795,28 +795,23 @@ class Replica:
         view = self._view
         lost_at = self._leader_lost_at
         if view.leader_id is None and wait_s > 0 and lost_at is not None:
-            deadline = min(time.monotonic() + wait_s, lost_at + self._election_window_s)
+            wait_until_s = min(time.monotonic() + wait_s, lost_at + self._election_window_s)
             with self._leader_changed:
-                while self._view.leader_id is None and not self._stopping.is_set():
-                    remaining_s = deadline - time.monotonic()
-                    if remaining_s <= 0:
-                        break
-                    self._leader_changed.wait(remaining_s)
+                self._leader_changed.wait_for(
+                    lambda: self._view.leader_id is not None or self._stopping.is_set(),
+                    max(0.0, wait_until_s - time.monotonic()),
+                )
             view = self._view
         if view.role == "leader" and not self._write_ready and wait_s > 0:
             # A new leader takes writes once it applied its inherited log (which may create
             # the very topic this write names): wait for that rather than refuse the topic.
-            deadline = time.monotonic() + wait_s
             with self._leader_changed:
-                while (
-                    not self._write_ready
-                    and self._view.role == "leader"
-                    and not self._stopping.is_set()
-                ):
-                    remaining_s = deadline - time.monotonic()
-                    if remaining_s <= 0:
-                        break
-                    self._leader_changed.wait(remaining_s)
+                self._leader_changed.wait_for(
+                    lambda: (
+                        self._write_ready or self._view.role != "leader" or self._stopping.is_set()
+                    ),
+                    wait_s,
+                )
             view = self._view
         if view.role != "leader":
             leader = view.leader_id
