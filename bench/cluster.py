@@ -55,8 +55,8 @@ import grpc
 from raftlog.bench.report import Budget, run_bounded, write_json_report
 from raftlog.client.admin import Admin
 from raftlog.client.producer import Producer
-from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
+from raftlog.testing.local_cluster import LocalCluster
 
 DURABILITY_MODES = ("fsync", "write")
 BODY_SIZES_BYTES = (100, 1024)

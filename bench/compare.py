@@ -71,7 +71,7 @@ from raftlog.bench.report import Budget, write_json_report
 from raftlog.client.admin import Admin
 from raftlog.client.consumer import Consumer
 from raftlog.client.errors import RaftlogError
-from raftlog.node.local_cluster import ClusterError
+from raftlog.testing.local_cluster import ClusterError
 
 SYSTEMS = ("raftlog", "nats")
 DURABILITY_MODES = ("fsync", "write")

@@ -59,7 +59,7 @@ from raftlog.bench.report import Budget, run_bounded, write_json_report
 from raftlog.client.admin import Admin
 from raftlog.client.errors import RaftlogError
 from raftlog.client.producer import Producer
-from raftlog.node.local_cluster import LOG_FILE, LocalCluster
+from raftlog.testing.local_cluster import LOG_FILE, LocalCluster
 
 BODY_SIZES_BYTES = (100, 1024)
 QUEUE_COUNT = 4
@@ -392,8 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= args.rounds <= 100:
         parser.error("--rounds must be 1..100")
     for code_dir in args.code:
-        if not os.path.isfile(os.path.join(code_dir, "raftlog", "cli.py")):
-            parser.error(f"--code {code_dir}: not a raftlog source tree (no raftlog/cli.py)")
+        # raftlog/cli is a package now; earlier trees (measured side by side) had cli.py.
+        cli = os.path.join(code_dir, "raftlog", "cli")
+        if not (os.path.isdir(cli) or os.path.isfile(cli + ".py")):
+            parser.error(f"--code {code_dir}: not a raftlog source tree (no raftlog/cli)")
     latency = Budget(args.samples, args.max_seconds)
     throughput = Budget(500_000, args.throughput_seconds)
     os.makedirs(args.dir, exist_ok=True)

@@ -59,8 +59,8 @@ from raftlog.bench.report import Budget, run_bounded, write_json_report
 from raftlog.client.admin import Admin
 from raftlog.client.consumer import Consumer
 from raftlog.client.messages import messages_from_records
-from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2
+from raftlog.testing.local_cluster import LocalCluster
 
 BODY_SIZES_BYTES = (100, 1024)
 FORMS = ("messages", "records", "records+decode", "consumer")

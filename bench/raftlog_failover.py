@@ -30,7 +30,7 @@ from raftlog.bench.cluster import (
     wait_caught_up,
 )
 from raftlog.client.admin import Admin
-from raftlog.node.local_cluster import LocalCluster
+from raftlog.testing.local_cluster import LocalCluster
 
 PRODUCE_TIMEOUT_S = 0.5
 RETRY_INTERVAL_S = 0.01

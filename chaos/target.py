@@ -17,7 +17,7 @@ Rules this module keeps:
 - Servers listen on 127.0.0.1 only (LocalCluster's rule).
 
 Import contract: chaos may not import raftlog.node; this module alone is allowed to import
-raftlog.node.local_cluster (pyproject.toml says why), because the local target IS that
+raftlog.testing.local_cluster (pyproject.toml says why), because the local target IS that
 cluster.
 """
 
@@ -38,8 +38,8 @@ import grpc
 from raftlog.chaos.history import Entry, QueueKey, ReplicaSnapshot
 from raftlog.chaos.link_proxy import ProxyMesh
 from raftlog.client import Admin, ClusterStatus, Connection, RaftlogError
-from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
+from raftlog.testing.local_cluster import LocalCluster
 
 # (from node, to node): traffic from the first to the second.
 Link = tuple[str, str]

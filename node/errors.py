@@ -1,8 +1,8 @@
 """Errors a node raises to its gRPC services, one per answer a client must tell apart.
 
-Rules this module keeps: each error maps to exactly one gRPC status code (node/status_codes.py
-does the mapping); the message says what happened and what to do. Store validation errors
-(raftlog.store.errors) travel unchanged beside these.
+Rules this module keeps: each error maps to exactly one gRPC status code
+(node/services/status_codes.py does the mapping); the message says what happened and what to
+do. Store validation errors (raftlog.store.errors) travel unchanged beside these.
 """
 
 from __future__ import annotations

@@ -24,15 +24,15 @@ import threading
 from types import FrameType
 
 from raftlog.node.config import NodeConfig, parse_address
-from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
-from raftlog.node.peer_service import RaftPeerService
-from raftlog.node.peer_transport import PeerTransport
-from raftlog.node.raft_entry import ENTRY_ENVELOPES
-from raftlog.node.replica import Replica, ReplicaSettings, open_replica_storage
-from raftlog.node.segment_source import SegmentSource
+from raftlog.node.peer.segment_source import SegmentSource
+from raftlog.node.peer.service import RaftPeerService
+from raftlog.node.peer.transport import PeerTransport
+from raftlog.node.replication.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
+from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES
+from raftlog.node.replication.replica import Replica, ReplicaSettings, open_replica_storage
+from raftlog.node.replication.snapshot_install import resume_interrupted_install
 from raftlog.node.server import NodeServer
-from raftlog.node.service_limits import ServiceLimits
-from raftlog.node.snapshot_install import resume_interrupted_install
+from raftlog.node.services.limits import ServiceLimits
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_store import MessageStore
 

@@ -15,9 +15,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from raftlog.node.client_services import ClientServices, add_client_services
-from raftlog.node.peer_service import RaftPeerService
-from raftlog.node.service_limits import ServiceLimits
+from raftlog.node.peer.service import RaftPeerService
+from raftlog.node.services.client_api import ClientServices, add_client_services
+from raftlog.node.services.limits import ServiceLimits
 from raftlog.node.write_path import WritePath
 from raftlog.proto import client_pb2, peer_pb2, peer_pb2_grpc
 from raftlog.store.message_store import MessageStore

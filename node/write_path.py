@@ -3,10 +3,10 @@
 A node's gRPC services never touch replication directly: writes (produce, consumer-group
 offset commits, topic creation), the linearizable reads (consumer-group offsets), leadership
 transfer and the cluster view all go through a ``WritePath``. Today the one implementation is
-the Raft replica (node/replica.py): only the leader writes, and a write is acknowledged once its
-entry is committed (a majority has it, fsynced or written as configured) and applied. The
-classic master-slave roles (SYNC_MASTER, ASYNC_MASTER, SLAVE) will plug in here as a second
-implementation, with the same errors.
+the Raft replica (node/replication/replica.py): only the leader writes, and a write is
+acknowledged once its entry is committed (a majority has it, fsynced or written as
+configured) and applied. The classic master-slave roles (SYNC_MASTER, ASYNC_MASTER, SLAVE)
+will plug in here as a second implementation, with the same errors.
 
 Rules every implementation keeps:
 - Refuse before proposing when it may not write (NotLeaderError): nothing was written.

@@ -1,22 +1,34 @@
-"""raftlog.testing: start a real raftlog cluster in containers for your own tests.
+"""raftlog.testing: real raftlog clusters for tests, your own and ours.
 
-``RaftlogCluster`` starts a 3-node cluster of the ``raftlog:dev`` image (docs/deploy.md) on a
-private Docker network with testcontainers, and gives clients that work from the host
-(``cluster.producer()``, ``cluster.consumer(...)``, ``cluster.admin()``). The pytest fixture
-``raftlog_cluster`` lives in ``raftlog.testing.pytest_plugin``. Needs a Docker engine and the
-``testcontainers`` package (``pip install 'raftlog[testing]'``).
+- ``RaftlogCluster`` (``raftlog.testing.cluster``) starts a 3-node cluster of the
+  ``raftlog:dev`` image (docs/deploy.md) on a private Docker network with testcontainers, and
+  gives clients that work from the host (``cluster.producer()``, ``cluster.consumer(...)``,
+  ``cluster.admin()``). The pytest fixture ``raftlog_cluster`` lives in
+  ``raftlog.testing.pytest_plugin``. Needs a Docker engine and the ``testcontainers`` package
+  (the ``testing`` extra; README, "Use it in your project").
+- ``LocalCluster`` (``raftlog.testing.local_cluster``) starts real node processes on
+  127.0.0.1; ``raftlog cluster up`` is built on it. It needs nothing beyond raftlog itself.
+
+Rule this module keeps: importing the package imports neither harness, so the CLI's local
+cluster works without testcontainers; the container names below load on first use.
 """
 
-from raftlog.testing.cluster import (
-    LABEL_OWNER,
-    LABEL_RUN,
-    ClusterError,
-    RaftlogCluster,
-    docker_available,
-    leftovers,
-    remove_by_label,
-    sweep_stale,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from raftlog.testing.cluster import (
+        LABEL_OWNER,
+        LABEL_RUN,
+        ClusterError,
+        RaftlogCluster,
+        docker_available,
+        leftovers,
+        remove_by_label,
+        sweep_stale,
+    )
 
 __all__ = [
     "LABEL_OWNER",
@@ -28,3 +40,9 @@ __all__ = [
     "remove_by_label",
     "sweep_stale",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in __all__:
+        return getattr(importlib.import_module("raftlog.testing.cluster"), name)
+    raise AttributeError(f"module 'raftlog.testing' has no attribute {name!r}")

@@ -39,7 +39,7 @@ def cli(*argv: str, stdin: str | None = None, cwd: Path | None = None) -> tuple[
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    from raftlog.node.local_cluster import LocalCluster
+    from raftlog.testing.local_cluster import LocalCluster
 
     data = tmp_path / "data"
     code, _out, err = cli("cluster", "up", "--data-dir", str(data), "--base-port", "0")
@@ -99,7 +99,7 @@ def test_cli_round_trip(cluster: tuple[Path, str]) -> None:
 
 def test_client_survives_a_killed_follower(cluster: tuple[Path, str]) -> None:
     from raftlog.client import Admin, Consumer, Producer
-    from raftlog.node.local_cluster import LocalCluster
+    from raftlog.testing.local_cluster import LocalCluster
 
     data, servers = cluster
     local = LocalCluster.load(str(data))

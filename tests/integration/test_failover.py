@@ -14,8 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
+from raftlog.testing.local_cluster import LocalCluster
 
 TOPIC = "events"
 QUEUE_COUNT = 4

@@ -1,5 +1,5 @@
 """A SIGKILLed leader is replaced within a few ticks, not an election timeout: its followers
-see its peer stream end (node/peer_service.py) and forget it (raft forget_leader), so with
+see its peer stream end (node/peer/service.py) and forget it (raft forget_leader), so with
 pre-vote and check-quorum on they elect a successor at once. A killed follower changes
 nothing: the leader keeps its term. A write sent to a member that just lost its leader waits
 for the election instead of failing at once, so the client need not guess when to retry; a
@@ -18,8 +18,8 @@ import pytest
 
 from raftlog.client.admin import Admin
 from raftlog.client.errors import RaftlogError
-from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
+from raftlog.testing.local_cluster import LocalCluster
 from tests.integration.test_failover import leader_address, status
 
 # Election timeout 40 ticks x 50 ms = 2 s (randomised up to 4 s): without the early

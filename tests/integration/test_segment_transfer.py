@@ -12,8 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from raftlog.node.local_cluster import LocalCluster
 from raftlog.proto import client_pb2, client_pb2_grpc
+from raftlog.testing.local_cluster import LocalCluster
 from tests.integration.test_failover import leader_address, status, wait_converged
 
 TOPIC = "events"

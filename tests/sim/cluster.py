@@ -124,7 +124,7 @@ class Cluster:
 
     def _report_process_gone(self, node_id: NodeId) -> None:
         """A crashed process closes its connections: every live node it can still reach sees
-        its stream end and tells its core (node/peer_service.py does this for real, from
+        its stream end and tells its core (node/peer/service.py does this for real, from
         another thread: so here too it arrives after the call in progress)."""
         for other_id in self.up_nodes():
             if not self.network.is_blocked(node_id, other_id):

@@ -1,5 +1,5 @@
 """Three real nodes (real gRPC servers on 127.0.0.1, real files) in the test process, for
-integration tests that need no process kills; tests that kill use node/local_cluster.py."""
+integration tests that need no process kills; tests that kill use testing/local_cluster.py."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from raftlog.cli import main
-from raftlog.cli_common import DEFAULT_SERVERS, default_servers
+from raftlog.cli.common import DEFAULT_SERVERS, default_servers
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

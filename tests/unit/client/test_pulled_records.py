@@ -10,7 +10,7 @@ import pytest
 from raftlog.client.consumer import Consumer
 from raftlog.client.errors import InternalError, RaftlogError
 from raftlog.client.messages import Message, messages_from_records
-from raftlog.node.wire import stored_message
+from raftlog.node.services.wire import stored_message
 from raftlog.proto import client_pb2
 from raftlog.store.record import decode_record, encode_record
 from tests.support import make_record

@@ -14,8 +14,8 @@ from typing import cast
 import grpc
 import pytest
 
-from raftlog.node.client_services import ClientServices, add_client_services
-from raftlog.node.service_limits import ServiceLimits
+from raftlog.node.services.client_api import ClientServices, add_client_services
+from raftlog.node.services.limits import ServiceLimits
 from raftlog.node.write_path import WritePath
 from raftlog.proto import client_pb2_grpc
 from raftlog.store.config import StoreConfig

@@ -21,8 +21,8 @@ from raftlog.node.errors import (
     TransferFailedError,
     UnknownOutcomeError,
 )
-from raftlog.node.service_limits import DeadlinePassedError
-from raftlog.node.status_codes import (
+from raftlog.node.services.limits import DeadlinePassedError
+from raftlog.node.services.status_codes import (
     LEADER_METADATA_KEY,
     READ_OVERRIDES,
     STATUS_DETAILS_KEY,
@@ -185,7 +185,7 @@ def test_no_leader_over_grpc(call: Callable[[Exception], grpc.RpcError]) -> None
 def test_unexpected_error_is_internal_and_logged(
     call: Callable[[Exception], grpc.RpcError], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="raftlog.node.status_codes"):
+    with caplog.at_level(logging.ERROR, logger="raftlog.node.services.status_codes"):
         error = call(ZeroDivisionError("division by zero"))
     assert error.code() == Code.INTERNAL
     assert "ZeroDivisionError" in error.details()

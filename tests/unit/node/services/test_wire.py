@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from raftlog.node.errors import InvalidRequestError
-from raftlog.node.service_limits import (
+from raftlog.node.services.limits import (
     DeadlinePassedError,
     ServiceLimits,
     server_default,
     timeout_for_call,
 )
-from raftlog.node.wire import (
+from raftlog.node.services.wire import (
     QueueSelector,
     born_host_from_peer,
     physical_offset_of_message_id,

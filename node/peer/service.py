@@ -1,0 +1,85 @@
+"""RaftPeerService: the receiving end of the peer protocol (proto/raftlog/v1/peer.proto).
+
+``Messages``: each incoming stream item is checked (cluster id, well-formed messages) and
+handed to the replica's inbox; nothing is sent back on the stream (answers travel on this
+node's own stream to the sender). A stream that ends (its sender's process ended, and the
+kernel closed its connection) is reported as ``peer_gone(sender)``, so a follower need not
+wait out an election timeout to replace a leader that died. ``FetchSegments``: a follower
+installing a snapshot copies CommitLog bytes (node/peer/segment_source.py).
+
+Rules this module keeps: a stream from another cluster, or with a malformed message, is ended
+with INVALID_ARGUMENT and nothing of that item reaches the core; a handler never blocks on the
+Raft loop (the inbox is unbounded and cheap to fill).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+
+import grpc
+
+from raftlog.node.peer.codec import decode_message
+from raftlog.proto import peer_pb2, peer_pb2_grpc
+from raftlog.raft.types import Message
+
+_log = logging.getLogger(__name__)
+
+
+class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
+    def __init__(
+        self,
+        cluster_id: str,
+        deliver: Callable[[Sequence[Message]], None],
+        peer_gone: Callable[[str], None],
+        fetch_segments: Callable[
+            [peer_pb2.FetchSegmentsRequest, grpc.ServicerContext], Iterator[peer_pb2.SegmentChunk]
+        ],
+    ) -> None:
+        self._cluster_id = cluster_id
+        self._deliver = deliver
+        self._peer_gone = peer_gone
+        self._fetch_segments = fetch_segments
+
+    def _check_cluster(self, cluster_id: str, context: grpc.ServicerContext) -> None:
+        if cluster_id != self._cluster_id:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"cluster id {cluster_id!r} is not this node's {self._cluster_id!r}",
+            )
+
+    def Messages(
+        self,
+        request_iterator: Iterator[peer_pb2.RaftMessageBatch],
+        context: grpc.ServicerContext,
+    ) -> Iterator[peer_pb2.RaftMessageBatch]:
+        sender: str | None = None
+        try:
+            for batch in request_iterator:
+                self._check_cluster(batch.cluster_id, context)
+                try:
+                    messages = [decode_message(m) for m in batch.messages]
+                except ValueError as error:
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+                if messages:
+                    sender = messages[0].source
+                    self._deliver(messages)
+        finally:
+            # A sender's stream ends only with its process (a killed process's connection
+            # may end as an error or as a clean close) or when it reconnects; either way a
+            # follower need not trust it to lead any more. A live leader's next heartbeat,
+            # on its new stream, restores it.
+            if sender is not None:
+                self._peer_gone(sender)
+        yield from ()
+
+    def FetchSegments(
+        self, request: peer_pb2.FetchSegmentsRequest, context: grpc.ServicerContext
+    ) -> Iterator[peer_pb2.SegmentChunk]:
+        self._check_cluster(request.cluster_id, context)
+        if request.from_physical_offset < 0:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"from_physical_offset must be >= 0, got {request.from_physical_offset}",
+            )
+        yield from self._fetch_segments(request, context)

@@ -1,0 +1,53 @@
+"""Registers a node's client API (Producer, Consumer, Admin; client.proto) on a gRPC server.
+
+Rules this module keeps:
+- All three services are served by every node on the same server (client.proto): one call
+  registers them together, over the same store, write path and limits.
+- The node stops the services (``ClientServices.stop``: ends long polls) before it stops the
+  gRPC server, so the server's grace period is not spent in polls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+
+from raftlog.node.services.admin import AdminService
+from raftlog.node.services.consumer import ConsumerService
+from raftlog.node.services.limits import ServiceLimits
+from raftlog.node.services.producer import ProducerService
+from raftlog.node.write_path import WritePath
+from raftlog.proto import client_pb2_grpc
+from raftlog.store.message_store import MessageStore
+
+
+@dataclass(frozen=True, slots=True)
+class ClientServices:
+    """The servicers registered on one server."""
+
+    producer: ProducerService
+    consumer: ConsumerService
+    admin: AdminService
+
+    def stop(self) -> None:
+        self.consumer.stop()
+
+
+def add_client_services(
+    server: grpc.Server,
+    store: MessageStore,
+    write_path: WritePath,
+    limits: ServiceLimits | None = None,
+) -> ClientServices:
+    """Build the three servicers and add them to ``server`` (before ``server.start()``)."""
+    limits = limits if limits is not None else ServiceLimits()
+    services = ClientServices(
+        producer=ProducerService(store, write_path, limits),
+        consumer=ConsumerService(store, write_path, limits),
+        admin=AdminService(store, write_path, limits),
+    )
+    client_pb2_grpc.add_ProducerServicer_to_server(services.producer, server)  # type: ignore[no-untyped-call]
+    client_pb2_grpc.add_ConsumerServicer_to_server(services.consumer, server)  # type: ignore[no-untyped-call]
+    client_pb2_grpc.add_AdminServicer_to_server(services.admin, server)  # type: ignore[no-untyped-call]
+    return services

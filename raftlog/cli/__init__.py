@@ -1,0 +1,99 @@
+"""The `raftlog` command line: one entry point that dispatches to subcommands.
+
+Rules: every subcommand imports its implementation lazily (start-up stays fast), prints
+readable errors to stderr and exits non-zero on failure (2 usage/configuration, 1 operation
+failed, 3 unknown outcome; see common.py); no traceback for operating errors. One module per
+command group: node.py (node start), health.py (node health), cluster.py (cluster
+up/down/status), client.py (topic, produce, consume, query, leader), chaos.py (chaos run,
+chaos check) and demo.py (the single-node store demonstration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from raftlog.cli import chaos as cli_chaos
+    from raftlog.cli import client as cli_client
+    from raftlog.cli import cluster as cli_cluster
+    from raftlog.cli import health as cli_health
+    from raftlog.cli import node as cli_node
+
+    parser = argparse.ArgumentParser(
+        prog="raftlog", description="raftlog: a Raft-replicated distributed commit log"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="demonstrate the store on embedded defaults")
+    demo.add_argument("--data-dir", default="./data", help="where data lives (default ./data)")
+    bench = commands.add_parser(
+        "bench", help="run a benchmark (remaining arguments go to it; try --help)"
+    )
+    bench.add_argument("target", choices=("store", "raft", "cluster", "compare"))
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    cli_node.add_parser(commands)
+    cli_health.add_parser(commands)
+    cli_cluster.add_parser(commands)
+    cli_client.add_parsers(commands)
+    cli_chaos.add_parser(commands)
+    return parser
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from raftlog.cli.demo import run_store_demo
+
+        run_store_demo(args.data_dir)
+        return 0
+    if args.command == "bench":
+        if args.target == "store":
+            from raftlog.bench import store as bench_store
+
+            return bench_store.main(args.bench_args)
+        if args.target == "cluster":
+            from raftlog.bench import cluster as bench_cluster
+
+            return bench_cluster.main(args.bench_args)
+        if args.target == "compare":
+            from raftlog.bench import compare as bench_compare
+
+            return bench_compare.main(args.bench_args)
+        from raftlog.bench import raft as bench_raft
+
+        return bench_raft.main(args.bench_args)
+    if getattr(args, "handler", None) is not None:  # raftlog node health (health.py)
+        return int(args.handler(args))
+    if args.command == "node":
+        from raftlog.cli import node as cli_node
+
+        return cli_node.run(args)
+    if args.command == "cluster":
+        from raftlog.cli import cluster as cli_cluster
+
+        return cli_cluster.run(args)
+    from raftlog.cli import client as cli_client
+
+    return cli_client.run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_request:
+        # argparse already printed the usage error (status 2) or the help (status 0).
+        return exit_request.code if isinstance(exit_request.code, int) else 2
+    from raftlog.cli.common import EXIT_INTERRUPTED, classify
+
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("raftlog: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        verdict = classify(error)
+        if verdict is None:
+            raise
+        code, message = verdict
+        print(f"raftlog: {message}", file=sys.stderr)
+        return code

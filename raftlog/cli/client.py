@@ -1,0 +1,260 @@
+"""`raftlog topic|produce|consume|query|leader`: the client commands.
+
+Rules this module keeps: every command takes ``--servers host:port,...`` (default: the local
+cluster in ./data/cluster.json, else 127.0.0.1:7701..7703); output is one line per item on
+stdout; errors are raised (cli.py prints them as one line and picks the exit status: 1 failed,
+3 unknown outcome).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from raftlog.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNKNOWN_OUTCOME,
+    UsageError,
+    default_servers,
+)
+
+
+def _servers_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--servers",
+        help="host:port,... (default: ./data/cluster.json, else 127.0.0.1:7701,7702,7703)",
+    )
+    parser.add_argument(
+        "--timeout-s", type=float, default=15.0, help="seconds an operation may take"
+    )
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register topic, produce, consume, query and leader."""
+    topic = commands.add_parser("topic", help="create, list or describe topics")
+    topics = topic.add_subparsers(dest="topic_command", required=True)
+    create = topics.add_parser("create", help="create a topic (or grow its queue count)")
+    create.add_argument("name")
+    create.add_argument("--queues", type=int, default=4, help="queue count (default 4)")
+    _servers_flag(create)
+    _servers_flag(topics.add_parser("list", help="list topics"))
+    describe = topics.add_parser("describe", help="a topic's queues and offsets")
+    describe.add_argument("name")
+    _servers_flag(describe)
+
+    produce = commands.add_parser("produce", help="send messages (BODY, or stdin lines)")
+    produce.add_argument("topic")
+    produce.add_argument("body", nargs="?", help="the body; omitted: one message per stdin line")
+    produce.add_argument("--key", action="append", default=[], help="a key (repeatable)")
+    produce.add_argument("--tag", default="", help="the message tag")
+    produce.add_argument("--count", type=int, default=1, help="send BODY this many times")
+    produce.add_argument("--queue", type=int, help="an explicit queue id")
+    _servers_flag(produce)
+
+    consume = commands.add_parser("consume", help="print a topic's messages")
+    consume.add_argument("topic")
+    consume.add_argument("--group", default="raftlog-cli", help="consumer group")
+    consume.add_argument("--from-beginning", action="store_true", help="ignore committed offsets")
+    consume.add_argument("--max", type=int, help="stop after this many messages")
+    consume.add_argument(
+        "--timeout", type=float, default=5.0, help="stop after this many idle seconds"
+    )
+    consume.add_argument("--no-commit", action="store_true", help="do not commit offsets")
+    _servers_flag(consume)
+
+    query = commands.add_parser("query", help="find messages by key, time or id")
+    queries = query.add_subparsers(dest="query_command", required=True)
+    by_key = queries.add_parser("key", help="messages with a key (or unique key)")
+    by_key.add_argument("topic")
+    by_key.add_argument("key")
+    by_key.add_argument("--begin-ms", type=int, default=0)
+    by_key.add_argument("--end-ms", type=int, default=0)
+    by_key.add_argument("--max", type=int, default=0)
+    _servers_flag(by_key)
+    by_time = queries.add_parser("time", help="the first offset stored at or after a time")
+    by_time.add_argument("topic")
+    by_time.add_argument("queue_id", type=int)
+    by_time.add_argument("timestamp_ms", type=int)
+    _servers_flag(by_time)
+    by_id = queries.add_parser("id", help="the message an offset message id names")
+    by_id.add_argument("msg_id")
+    _servers_flag(by_id)
+
+    leader = commands.add_parser("leader", help="leadership")
+    leaders = leader.add_subparsers(dest="leader_command", required=True)
+    transfer = leaders.add_parser("transfer", help="hand leadership to another voter")
+    transfer.add_argument("--to", default="", help="target node id (default: most up to date)")
+    _servers_flag(transfer)
+
+
+def _servers(args: argparse.Namespace) -> tuple[str, ...]:
+    from raftlog.client import parse_addresses
+
+    try:
+        return parse_addresses(args.servers or default_servers())
+    except ValueError as error:
+        raise UsageError(f"--servers: {error}") from None
+
+
+def _print_message(message: Any) -> None:
+    body = message.body.decode("utf-8", "backslashreplace").replace("\n", "\\n")
+    keys = ",".join(message.keys) or "-"
+    print(
+        f"{message.topic} q{message.queue_id} @{message.queue_offset} id={message.msg_id} "
+        f"keys={keys} tag={message.tags or '-'} t={message.store_timestamp_ms} {body}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch one client command."""
+    if args.timeout_s <= 0:
+        raise UsageError("--timeout-s must be positive")
+    handler = {
+        "topic": _topic,
+        "produce": _produce,
+        "consume": _consume,
+        "query": _query,
+        "leader": _leader,
+    }[args.command]
+    return handler(args)
+
+
+def _topic(args: argparse.Namespace) -> int:
+    from raftlog.client import Admin
+
+    with Admin(_servers(args), timeout_s=args.timeout_s) as admin:
+        if args.topic_command == "create":
+            if args.queues < 1:
+                raise UsageError("--queues must be at least 1")
+            creation = admin.create_topic(args.name, args.queues)
+            verb = "created" if creation.created else "unchanged"
+            print(f"{creation.topic.name}: {creation.topic.queue_count} queues ({verb})")
+        elif args.topic_command == "list":
+            for topic in admin.list_topics():
+                print(f"{topic.name}\t{topic.queue_count}")
+        else:
+            description = admin.describe_topic(args.name)
+            print(f"{description.topic.name}: {description.topic.queue_count} queues")
+            print("QUEUE  MIN  MAX  LAST_STORE_MS")
+            for q in description.queues:
+                print(
+                    f"{q.queue_id}  {q.min_queue_offset}  {q.max_queue_offset}  "
+                    f"{q.last_store_timestamp_ms}"
+                )
+    return EXIT_OK
+
+
+def _bodies(args: argparse.Namespace) -> Iterator[bytes]:
+    if args.body is not None:
+        for _ in range(args.count):
+            yield args.body.encode()
+        return
+    for line in sys.stdin:
+        yield line.rstrip("\n").encode()
+
+
+def _produce(args: argparse.Namespace) -> int:
+    from raftlog.client import Producer, RaftlogError, UnknownOutcomeError
+
+    if args.count < 1:
+        raise UsageError("--count must be at least 1")
+    if any(not k or " " in k for k in args.key):
+        raise UsageError("--key must be non-empty and hold no space")
+    failures = unknown = 0
+    with Producer(_servers(args), timeout_s=args.timeout_s) as producer:
+        futures = [
+            producer.send_async(args.topic, body, keys=args.key, tags=args.tag, queue_id=args.queue)
+            for body in _bodies(args)
+        ]
+        for future in futures:
+            try:
+                result = future.result()
+            except UnknownOutcomeError as error:
+                unknown += 1
+                print(f"raftlog: unknown outcome: {error}", file=sys.stderr)
+                continue
+            except RaftlogError as error:
+                failures += 1
+                print(f"raftlog: {type(error).__name__}: {error}", file=sys.stderr)
+                continue
+            print(
+                f"sent q{result.queue_id} @{result.queue_offset} id={result.msg_id} "
+                f"uniq={result.uniq_key}{' (duplicate)' if result.duplicate else ''}"
+            )
+    if failures:
+        return EXIT_FAILED
+    return EXIT_UNKNOWN_OUTCOME if unknown else EXIT_OK
+
+
+def _consume(args: argparse.Namespace) -> int:
+    from raftlog.client import Consumer
+
+    if args.max is not None and args.max < 1:
+        raise UsageError("--max must be at least 1")
+    if args.timeout < 0:
+        raise UsageError("--timeout must be >= 0")
+    count = 0
+    consumer = Consumer(
+        _servers(args),
+        args.group,
+        args.topic,
+        from_beginning=args.from_beginning,
+        timeout_s=args.timeout_s,
+    )
+    with consumer:
+        deadline_idle_s = args.timeout
+        idle_since = time.monotonic()
+        # Bounded by --max and by --timeout idle seconds.
+        while args.max is None or count < args.max:
+            remaining_s = deadline_idle_s - (time.monotonic() - idle_since)
+            if remaining_s <= 0:
+                break
+            messages = consumer.poll(min(1.0, remaining_s))
+            if messages:
+                idle_since = time.monotonic()
+            for message in messages:
+                if args.max is not None and count >= args.max:
+                    # Not printed: move back so a commit does not skip it.
+                    consumer.seek(message.queue_id, message.queue_offset)
+                    break
+                _print_message(message)
+                count += 1
+        if not args.no_commit:
+            consumer.commit()
+    print(f"{count} message(s)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _query(args: argparse.Namespace) -> int:
+    from raftlog.client import Admin
+
+    with Admin(_servers(args), timeout_s=args.timeout_s) as admin:
+        if args.query_command == "key":
+            messages = admin.query_by_key(
+                args.topic,
+                args.key,
+                begin_timestamp_ms=args.begin_ms,
+                end_timestamp_ms=args.end_ms,
+                max_messages=args.max,
+            )
+            for message in messages:
+                _print_message(message)
+            print(f"{len(messages)} message(s)", file=sys.stderr)
+        elif args.query_command == "time":
+            print(admin.query_by_time(args.topic, args.queue_id, args.timestamp_ms))
+        else:
+            _print_message(admin.query_by_id(args.msg_id))
+    return EXIT_OK
+
+
+def _leader(args: argparse.Namespace) -> int:
+    from raftlog.client import Admin
+
+    with Admin(_servers(args), timeout_s=args.timeout_s) as admin:
+        leader = admin.transfer_leadership(args.to, timeout_s=args.timeout_s)
+    print(f"leader is {leader.leader_id} at {leader.leader_address} (term {leader.term})")
+    return EXIT_OK if leader.leader_id else EXIT_FAILED

@@ -1,0 +1,141 @@
+"""`raftlog cluster up|down|status`: a local cluster of real node processes (LocalCluster).
+
+Rules this module keeps: `up` leaves the nodes running in the background and returns once a
+leader is known (printing a dot about every half second while waiting); `down` stops only the
+processes recorded in <data-dir>/cluster.json; `status` asks every member for its own view and
+the leader for the lag, and prints one table row per member.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from raftlog.cli.common import DEFAULT_DATA_DIR, EXIT_FAILED, EXIT_OK, UsageError
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `cluster up|down|status`."""
+    cluster = commands.add_parser("cluster", help="a local cluster of node processes")
+    actions = cluster.add_subparsers(dest="cluster_command", required=True)
+    up = actions.add_parser("up", help="start a local cluster in the background")
+    up.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="default ./data")
+    up.add_argument("--nodes", type=int, default=3, help="node count (default 3)")
+    up.add_argument(
+        "--base-port", type=int, default=7701, help="node i listens on base+i (0: free ports)"
+    )
+    up.add_argument("--durability", choices=("fsync", "write"), default="fsync")
+    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a leader")
+    down = actions.add_parser("down", help="stop the local cluster")
+    down.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    down.add_argument("--timeout", type=float, default=15.0, help="seconds before SIGKILL")
+    status = actions.add_parser("status", help="members, roles, leader, term, commit, lag")
+    status.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    status.add_argument("--servers", help="host:port,... (default: the local cluster's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch one cluster command."""
+    if args.cluster_command == "up":
+        return _up(args)
+    if args.cluster_command == "down":
+        return _down(args)
+    return _status(args)
+
+
+def _up(args: argparse.Namespace) -> int:
+    from raftlog.testing.local_cluster import LocalCluster
+
+    if args.nodes < 1:
+        raise UsageError(f"--nodes is {args.nodes}; it must be at least 1")
+    cluster = LocalCluster(args.data_dir, args.nodes, args.base_port, durability=args.durability)
+    print(f"starting {args.nodes} nodes in {cluster.base_dir} ", end="", flush=True)
+
+    def dot() -> None:
+        print(".", end="", flush=True)
+
+    try:
+        cluster.start(args.timeout, progress=dot)
+    finally:
+        print(flush=True)
+    leader = cluster.leader_address() or "unknown"
+    for node in cluster.nodes.values():
+        marker = "  (leader)" if node.address == leader else ""
+        print(f"{node.node_id}  {node.address}  pid {node.pid}{marker}")
+    print(f"servers: {','.join(cluster.addresses)}")
+    print(f"logs: {cluster.base_dir}/<node>/node.log; stop with: raftlog cluster down")
+    return EXIT_OK
+
+
+def _down(args: argparse.Namespace) -> int:
+    from raftlog.testing.local_cluster import LocalCluster
+
+    cluster = LocalCluster.load(args.data_dir)
+    running = [n for n in cluster.nodes if cluster.running(n)]
+    cluster.stop(args.timeout)
+    print(f"stopped {len(running)} node(s): {', '.join(running) or 'none were running'}")
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    from raftlog.cli.common import default_servers
+    from raftlog.client import Admin, ClusterStatus, RaftlogError, parse_addresses
+
+    try:
+        addresses = parse_addresses(args.servers or default_servers(args.data_dir))
+    except ValueError as error:
+        raise UsageError(f"--servers: {error}") from None
+    views: dict[str, ClusterStatus | None] = {}
+    with Admin(addresses, timeout_s=2.0) as admin:
+        for address in addresses:
+            try:
+                views[address] = admin.cluster_status(address=address)
+            except RaftlogError:
+                views[address] = None
+        leader_view = next(
+            (v for v in views.values() if v is not None and v.role == "leader"), None
+        )
+        members = leader_view or next((v for v in views.values() if v), None)
+        if members is None:
+            print(f"no member answered ({', '.join(addresses)})", file=sys.stderr)
+            return EXIT_FAILED
+        # Members other nodes know about but --servers did not name.
+        for member in members.members:
+            if member.address not in views:
+                try:
+                    views[member.address] = admin.cluster_status(address=member.address)
+                except RaftlogError:
+                    views[member.address] = None
+        # The leader may be among the members learned just now.
+        leader_view = next(
+            (v for v in views.values() if v is not None and v.role == "leader"), None
+        )
+    lag = {m.node_id: m for m in (leader_view.members if leader_view else ())}
+    rows = [("NODE", "ADDRESS", "ROLE", "TERM", "COMMIT", "APPLIED", "LAST", "LAG", "ACTIVE")]
+    listed = {m.address: m.node_id for m in members.members}
+    for address, view in views.items():
+        node_id = view.node_id if view else listed.get(address, "?")
+        progress = lag.get(node_id)
+        if view is None:
+            rows.append((node_id, address, "down", "-", "-", "-", "-", "-", "-"))
+            continue
+        rows.append(
+            (
+                node_id,
+                address,
+                view.role,
+                str(view.term),
+                str(view.commit_index),
+                str(view.applied_index),
+                str(view.last_index),
+                str(progress.lag_entries) if progress and progress.has_progress else "-",
+                ("yes" if progress.recent_active else "no") if progress else "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    leader = f"{leader_view.node_id} at {leader_view.leader_address}" if leader_view else "unknown"
+    term = max((v.term for v in views.values() if v), default=0)
+    print(f"cluster {members.cluster_id}: leader {leader}, term {term}")
+    return EXIT_OK

@@ -1,0 +1,115 @@
+"""A snapshot install that a crash interrupted is finished at the next start: the follower
+opens with exactly the leader's segments, derived data rebuilt, and its Raft log restarting
+after the snapshot point."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES
+from raftlog.node.replication.raft_log_storage import RaftLogStorage
+from raftlog.node.replication.snapshot_install import MARKER_FILE_NAME, resume_interrupted_install
+from raftlog.raft.types import ConfState, SnapshotMeta
+from raftlog.store.atomic_file import write_json_document
+from raftlog.store.config import StoreConfig
+from raftlog.store.filesystem import OsFileSystem
+from raftlog.store.message_store import MessageStore
+from tests.unit.node.replication.test_message_store_log import (
+    QUEUE_ID,
+    SEGMENT_SIZE_BYTES,
+    TOPIC,
+    Node,
+    entries_from,
+)
+
+VOTERS = ConfState(voters=("a", "b", "c"))
+
+
+def build(root: Path, term: int, count: int) -> tuple[int, int]:
+    """A node dir with ``count`` committed entries of ``term``; returns (last index, end)."""
+    node = Node(root)
+    node.store.create_topic(TOPIC, 4)
+    node.raft_log.append(entries_from(0, 1, term, count, 0))
+    node.raft_log.sync()
+    node.commit_index = node.raft_log.last_index()
+    node.store.dispatch()
+    last = node.raft_log.last_index()
+    end = node.raft_log.placement(last).end_physical_offset
+    node.close()
+    return last, end
+
+
+def messages(root: Path) -> list[bytes]:
+    config = StoreConfig(
+        str(root),
+        segment_size_bytes=SEGMENT_SIZE_BYTES,
+        consume_queue_file_units=16,
+        index_slot_count=64,
+        index_entry_count=256,
+    )
+    with MessageStore.open(
+        config, OsFileSystem(), envelopes=ENTRY_ENVELOPES, housekeeping_interval_ms=None
+    ) as store:
+        store.dispatch()
+        return [m.body for m in store.get_messages(TOPIC, QUEUE_ID, 0, 1000)]
+
+
+def test_an_interrupted_install_is_finished_at_the_next_start(tmp_path: Path) -> None:
+    leader, follower = tmp_path / "leader", tmp_path / "follower"
+    last, end = build(leader, term=2, count=30)
+    build(follower, term=1, count=5)  # its own older log, to be replaced
+    staging = tmp_path / "staging"
+    shutil.copytree(leader / "commitlog", staging)
+    names = sorted(os.listdir(staging))
+    assert len(names) > 2
+    meta = SnapshotMeta(last, 2, VOTERS)
+    write_json_document(
+        OsFileSystem(),
+        str(staging / MARKER_FILE_NAME),
+        1,
+        {
+            "index": meta.index,
+            "term": meta.term,
+            "voters": list(VOTERS.voters),
+            "learners": [],
+            "end_physical_offset": end,
+            "segments": names,
+        },
+    )
+    # The crash came after one staged file had been moved in.
+    os.replace(staging / names[0], follower / "commitlog" / names[0])
+
+    assert resume_interrupted_install(OsFileSystem(), str(follower), str(staging))
+
+    assert not staging.exists()
+    assert sorted(os.listdir(follower / "commitlog")) == names
+    for name in names:
+        assert (follower / "commitlog" / name).read_bytes() == (
+            leader / "commitlog" / name
+        ).read_bytes()
+    assert messages(follower) == messages(leader)
+    store = MessageStore.open(
+        StoreConfig(str(follower), segment_size_bytes=SEGMENT_SIZE_BYTES),
+        OsFileSystem(),
+        envelopes=ENTRY_ENVELOPES,
+        housekeeping_interval_ms=None,
+    )
+    log = RaftLogStorage(OsFileSystem(), str(follower), store.commit_log)
+    assert (log.snapshot().index, log.snapshot().term, log.first_index()) == (last, 2, last + 1)
+    assert log.snapshot_end_physical_offset == end
+    log.close()
+    store.close()
+
+
+def test_without_a_marker_nothing_changes(tmp_path: Path) -> None:
+    build(tmp_path / "node", term=1, count=5)
+    before = sorted(os.listdir(tmp_path / "node" / "commitlog"))
+    (tmp_path / "staging").mkdir()
+    (tmp_path / "staging" / "00000000000000000000").write_bytes(b"partial")
+    assert not resume_interrupted_install(
+        OsFileSystem(), str(tmp_path / "node"), str(tmp_path / "staging")
+    )
+    assert sorted(os.listdir(tmp_path / "node" / "commitlog")) == before
+    assert not (tmp_path / "staging").exists()
