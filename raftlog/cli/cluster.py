@@ -22,7 +22,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="default ./data")
     up.add_argument("--nodes", type=int, default=3, help="node count (default 3)")
     up.add_argument(
-        "--base-port", type=int, default=7701, help="node i listens on base+i (0: free ports)"
+        "--base-port",
+        type=int,
+        default=7701,
+        help="n1 listens on this port, nK on base+K-1 (default 7701; 0: free ports)",
     )
     up.add_argument("--durability", choices=("fsync", "write"), default="fsync")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a leader")
