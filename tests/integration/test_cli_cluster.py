@@ -121,3 +121,39 @@ def test_client_survives_a_killed_follower(cluster: tuple[Path, str]) -> None:
             if len(bodies) >= 10:
                 break
     assert bodies == [f"m{i}".encode() for i in range(10)]
+
+
+def _status_rows(out: str) -> dict[str, list[str]]:
+    """NODE -> its row's cells, from `cluster status` output."""
+    rows = [
+        line.split() for line in out.splitlines()[1:] if line and not line.startswith("cluster")
+    ]
+    return {row[0]: row for row in rows}
+
+
+def test_status_names_each_member_by_its_own_answer(cluster: tuple[Path, str]) -> None:
+    """Asked through one follower only, status still finds the leader and every member's lag;
+    a killed member's row says down (it never shows another member's answer)."""
+    from raftlog.client import Admin
+    from raftlog.testing.local_cluster import LocalCluster
+
+    data, servers = cluster
+    local = LocalCluster.load(str(data))
+    with Admin(servers) as admin:
+        leader_id = admin.cluster_status().leader_id
+    follower = next(n for n in local.nodes.values() if n.node_id != leader_id)
+    code, out, err = cli("cluster", "status", "--servers", follower.address)
+    assert code == 0, err
+    assert f"leader {leader_id} at " in out
+    rows = _status_rows(out)
+    assert sorted(rows) == ["n1", "n2", "n3"]
+    assert all(row[7] != "-" for node_id, row in rows.items() if node_id != leader_id), out
+    local.kill(follower.node_id)
+    code, out, err = cli("cluster", "status", "--data-dir", str(data))
+    assert code == 0, err
+    rows = _status_rows(out)
+    assert rows[follower.node_id][1] == follower.address
+    assert rows[follower.node_id][2] == "down", out
+    assert [row[2] for node_id, row in rows.items() if node_id != follower.node_id].count(
+        "leader"
+    ) == 1, out
