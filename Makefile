@@ -77,6 +77,13 @@ bench-store: $(STAMP)
 bench-raft: $(STAMP)
 	$(PY) -m raftlog.bench.raft
 
+## make vectors: rewrite tests/data/vectors.json from the store's codecs (a deliberate format
+## change only; tests/unit/store/test_vectors.py checks the file against the codecs and
+## docs/store-format.md in every `make test`).
+.PHONY: vectors
+vectors: $(STAMP)
+	$(PY) tests/data/make_vectors.py --write
+
 ## make proto: regenerate the gRPC code (proto/*_pb2*.py, *_pb2.pyi) from proto/raftlog/v1/*.proto.
 ## The output is committed; tests/unit/proto checks it matches the .proto files.
 .PHONY: proto

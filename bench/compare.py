@@ -3,7 +3,7 @@ the same machine, in one run (``raftlog bench compare`` or ``make bench``; by ha
 timed test; ``--quick`` is the few-second smoke run CI may use).
 
 Both systems run as 3 server processes on 127.0.0.1 with 3 replicas and file storage, in
-pairings of equal durability (see /work/shared/PEERS.md):
+pairings of equal durability (docs/PERFORMANCE.md, "The peer: NATS JetStream"):
 - "fsync": raftlog's default (ack after a majority fsynced) against NATS 2.10 with
   ``sync_interval: always`` (every write fsynced on every server);
 - "write": raftlog ``--durability write`` (ack after a majority wrote) against NATS's default
@@ -77,7 +77,7 @@ SYSTEMS = ("raftlog", "nats")
 DURABILITY_MODES = ("fsync", "write")
 # (batch, window): raftlog's best-throughput region in bench/cluster.py's sweep.
 RAFTLOG_PRODUCE_SETTINGS = ((64, 16), (256, 4), (256, 16), (256, 64))
-# Outstanding acks; PEERS.md found NATS flat from 64 up.
+# Outstanding acks; NATS is flat from 64 up (docs/PERFORMANCE.md, "The peer").
 NATS_WINDOWS = (64, 256, 1024)
 # Messages per fetch/poll, both systems (raftlog's server caps a pull at 1,024).
 FETCH_BATCH = 1024

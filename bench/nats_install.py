@@ -1,6 +1,6 @@
 """Finding, and if needed installing, the ``nats-server`` binaries the side-by-side bench runs.
 
-Two versions matter (see /work/shared/PEERS.md):
+Two versions matter (docs/PERFORMANCE.md, "The peer: NATS JetStream"):
 - 2.9 from Debian 12's own package (``apt-get install nats-server``): the machine's package.
   It has no ``sync_interval``, so it only ever acknowledges before fsync.
 - 2.10 from Debian 13's package, which has ``sync_interval: always`` (fsync every write on

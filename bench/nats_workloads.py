@@ -7,7 +7,7 @@ Rules this module keeps:
 - nats-py is imported here only (an optional ``bench`` dependency); the rest of raftlog never
   needs it.
 - Streams have 3 replicas and file storage; clients connect to the stream leader (the best
-  case for NATS, as /work/shared/PEERS.md advises), except in failover, where the client is
+  case for NATS, as docs/PERFORMANCE.md advises), except in failover, where the client is
   connected to the two servers that survive, so the figure is the servers' failover and not
   the client's reconnect back-off.
 - The pull consumer has ``ack_policy: none``: raftlog's pull does not acknowledge per message

@@ -16,7 +16,7 @@ from raftlog.store.commit_log import Envelope
 from raftlog.store.record import MessageRecord, patch_record
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-VECTORS_PATH = REPO_ROOT.parent / "shared" / "spec" / "vectors.json"
+VECTORS_PATH = REPO_ROOT / "tests" / "data" / "vectors.json"
 
 
 def load_vectors() -> dict[str, Any]:
