@@ -29,6 +29,7 @@ from raftlog.node.peer.service import RaftPeerService
 from raftlog.node.peer.transport import PeerTransport
 from raftlog.node.replication.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
 from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES
+from raftlog.node.replication.raft_write_path import RaftWritePath
 from raftlog.node.replication.replica import Replica, ReplicaSettings, open_replica_storage
 from raftlog.node.replication.snapshot_install import resume_interrupted_install
 from raftlog.node.server import NodeServer
@@ -105,7 +106,7 @@ class Node:
         self.server = NodeServer(
             config.listen_address,
             self.store,
-            self.replica,
+            RaftWritePath(self.replica),
             RaftPeerService(
                 config.cluster_id,
                 self.replica.deliver,

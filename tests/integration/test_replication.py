@@ -53,7 +53,7 @@ def produce(
 def wait_applied(cluster: InProcessCluster, index: int, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if all(n.replica.cluster_view().applied_index >= index for n in cluster.nodes.values()):
+        if all(n.replica.view.applied_index >= index for n in cluster.nodes.values()):
             return
         time.sleep(0.02)
     raise TimeoutError(f"not every replica applied index {index}")
@@ -198,7 +198,7 @@ def test_a_restarted_cluster_serves_the_same_state(cluster: InProcessCluster) ->
         ),
         timeout=10,
     )
-    wait_applied(cluster, cluster.nodes[leader].replica.cluster_view().commit_index)
+    wait_applied(cluster, cluster.nodes[leader].replica.view.commit_index)
     cluster.restart_all()
     leader = cluster.leader()
     for node_id in cluster.nodes:

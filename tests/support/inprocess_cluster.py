@@ -71,7 +71,7 @@ class InProcessCluster:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             for node_id, node in self.nodes.items():
-                view = node.replica.cluster_view()
+                view = node.replica.view
                 if view.role == "leader" and view.applied_index >= view.commit_index > 0:
                     return node_id
             time.sleep(0.02)
