@@ -69,6 +69,7 @@ from raftlog.node.replication.hard_state_file import (
     read_checked_file,
     write_checked_file,
 )
+from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.node.replication.raft_entry import (
     ENTRY_ENVELOPES,
     decode_entry_header,
@@ -178,13 +179,15 @@ class RaftLogStorage:
         index_units_per_file: int = DEFAULT_UNITS_PER_FILE,
         truncate_commit_log: Callable[[int], None] | None = None,
         owns_commit_log: bool = False,
+        planted_bugs: frozenset[NodePlantedBug] = frozenset(),
     ) -> None:
         """Open over a *recovered* ``commit_log`` that has ``ENTRY_ENVELOPES`` registered.
         ``bootstrap`` is the membership of a fresh log (ignored once the snapshot point file
         exists). ``truncate_commit_log`` cuts the CommitLog at a physical offset (default
         ``commit_log.truncate_after``; a node passes ``MessageStore.truncate_after`` so
-        derived data follows)."""
+        derived data follows). ``planted_bugs``: tests/sim only (planted_bugs.py)."""
         self._fs = fs
+        self._planted_bugs = planted_bugs
         self._commit_log = commit_log
         self._owns_commit_log = owns_commit_log
         self._truncate_commit_log = truncate_commit_log or commit_log.truncate_after
@@ -488,11 +491,13 @@ class RaftLogStorage:
         """Make everything appended durable, then a changed term or vote (see Durability).
         ``flush_entries=False`` (the node's "ack after a majority wrote" mode) skips the
         CommitLog fsync but still makes term and vote durable."""
-        if flush_entries:
+        if flush_entries and NodePlantedBug.COMMIT_LOG_NOT_SYNCED not in self._planted_bugs:
             self._commit_log.flush()
         if self._index.last_index - self._index_synced_through >= _INDEX_SYNC_INTERVAL_ENTRIES:
             self._sync_index()
         persisted = self._persisted_hard_state
+        if NodePlantedBug.VOTE_NOT_SYNCED in self._planted_bugs:
+            persisted = HardState(persisted.term, self._hard_state.vote, persisted.commit)
         if (self._hard_state.term, self._hard_state.vote) != (persisted.term, persisted.vote):
             self._save_hard_state()
 

@@ -23,7 +23,7 @@ Rules this module keeps: single-threaded and clock-free (no ``time``, no threads
 everything that waits or times out is the listener's; the file system is the seam given to
 it (``OsFileSystem`` in a node, ``SimFileSystem`` in the simulation), and messages leave
 through a ``Transport``. ``planted_bugs`` exists only so tests/sim can prove that its checkers
-find a broken handler (tests/sim/README.md); a node never sets it.
+find a broken handler (planted_bugs.py); a node never sets it.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from raftlog.node.replication.control import (
     ProduceMarker,
     control_command_of,
 )
+from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.node.replication.producer_table import ProducerTable
 from raftlog.node.replication.raft_log_storage import RaftLogStorage
 from raftlog.node.replication.snapshot_install import install_snapshot
@@ -53,9 +54,6 @@ _log = logging.getLogger(__name__)
 
 # Messages a leader may send before its own copy of the entries is durable (§10.2.1).
 _EARLY_TYPES = frozenset((MessageType.APPEND, MessageType.HEARTBEAT))
-# Planted bug (tests/sim only): every message leaves before the Ready is persisted and synced,
-# so votes and acknowledgements can promise what a power loss then takes back.
-SEND_BEFORE_PERSIST = "send-before-persist"
 
 
 class Transport(Protocol):
@@ -84,7 +82,7 @@ class ReadySettings:
     staging_dir: str = ""
     # Idempotent producers idle longer than this (in log time) are forgotten.
     producer_retention_ms: int = 15 * 60 * 1000
-    planted_bugs: frozenset[str] = frozenset()
+    planted_bugs: frozenset[NodePlantedBug] = frozenset()
 
 
 class ReadyHandler:
@@ -126,7 +124,7 @@ class ReadyHandler:
         if ready.soft_state is not None:
             self._listener.role_changed(ready)
         messages = ready.messages
-        if SEND_BEFORE_PERSIST in self._settings.planted_bugs:
+        if NodePlantedBug.SEND_BEFORE_PERSIST in self._settings.planted_bugs:
             self._send(messages)
             messages = []
         elif self._node.role is Role.LEADER and messages:

@@ -6,7 +6,8 @@ The segments are already staged and fsynced (segment_installer.fetch_segments). 
    file names), written atomically;
 2. the store swaps the files in and drops its derived data (``install_commit_log``), and the
    Raft log restarts after the snapshot (``apply_snapshot``);
-3. the marker and the staging directory go.
+3. the marker goes (durably: a marker back from a power loss would replay this install over
+   newer entries), then the staging directory.
 
 A crash between 1 and 3 is finished by ``resume_interrupted_install`` at the next start, before
 the store opens: the listed files end up in the CommitLog directory (those still staged are
@@ -62,7 +63,7 @@ def install_snapshot(
     )
     store.install_commit_log(staging_dir, end_physical_offset)
     raft_log.apply_snapshot(meta, end_physical_offset)
-    fs.remove_tree(staging_dir)
+    discard_staging(fs, staging_dir)
 
 
 def resume_interrupted_install(fs: FileSystem, store_dir: str, staging_dir: str) -> bool:
@@ -94,5 +95,16 @@ def resume_interrupted_install(fs: FileSystem, store_dir: str, staging_dir: str)
     )
     reset_log_to_snapshot(fs, store_dir, meta, int(marker["end_physical_offset"]))
     fs.sync_dir(store_dir)
-    fs.remove_tree(staging_dir)
+    discard_staging(fs, staging_dir)
     return True
+
+
+def discard_staging(fs: FileSystem, staging_dir: str) -> None:
+    """Remove the staging directory, its marker durably first: a marker that came back after
+    a power loss (its removal not yet durable) would make the next start "finish" this
+    install again, over the entries written since."""
+    marker_path = os.path.join(staging_dir, MARKER_FILE_NAME)
+    if fs.exists(marker_path):
+        fs.remove(marker_path)
+        fs.sync_dir(staging_dir)
+    fs.remove_tree(staging_dir)

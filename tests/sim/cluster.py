@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.raft.config import Config
 from raftlog.raft.types import (
     ConfChange,
@@ -24,6 +25,7 @@ from raftlog.raft.types import (
     Message,
     MessageType,
     NodeId,
+    PlantedBug,
     ProposalDroppedError,
     Ready,
     Role,
@@ -31,12 +33,13 @@ from raftlog.raft.types import (
 
 from .checkers import SafetyChecker
 from .clock import SimClock
-from .disk import SimDisk
-from .driver import NodeDriver
+from .driver import NodeDriver, SimCrash
 from .history import History
 from .network import Envelope, Network, NetworkFaults
 from .options import SimOptions
 from .workload import Workload
+
+_EPOCH_MS = 1_764_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +54,9 @@ class TransportReport:
 
 
 class Cluster:
-    def __init__(self, options: SimOptions, rng: random.Random, history: History) -> None:
+    def __init__(
+        self, options: SimOptions, rng: random.Random, history: History, root_dir: str
+    ) -> None:
         self.options = options
         self.history = history
         self.clock = SimClock()
@@ -65,8 +70,11 @@ class Cluster:
         self.leader_crash_before_send_probability = 0.0
         conf_state = ConfState(voters=self.node_ids)
         self.drivers = {
-            node_id: NodeDriver(node_id, SimDisk(conf_state)) for node_id in self.node_ids
+            node_id: NodeDriver(node_id, conf_state, root_dir) for node_id in self.node_ids
         }
+        node_bugs = frozenset(b for b in options.planted_bugs if isinstance(b, NodePlantedBug))
+        for driver in self.drivers.values():
+            driver.planted_bugs = node_bugs
         self._seen_roles: dict[NodeId, tuple[Role, int]] = {}
         self._crash_soon: set[NodeId] = set()
         self._transport_reports: list[TransportReport] = []
@@ -91,14 +99,15 @@ class Cluster:
             max_append_bytes=options.max_append_bytes,
             announce_commit_on_tick=options.announce_commit_on_tick,
             applied_index=applied_index,
-            planted_bugs=options.planted_bugs,
+            planted_bugs=frozenset(b for b in options.planted_bugs if isinstance(b, PlantedBug)),
         )
 
     def restart(self, node_id: NodeId) -> None:
         driver = self.drivers[node_id]
         config = self._config(node_id, driver.restored_index())
-        driver.start(config, random.Random(self._node_seeds.getrandbits(64)))
+        driver.start(config, random.Random(self._node_seeds.getrandbits(64)), self, self.now_ms)
         hard_state = driver.disk.current.hard_state
+        self.checker.observe_durable(node_id, driver.disk.synced)
         self.history.record(
             self.clock.now_tick,
             "restart",
@@ -110,14 +119,20 @@ class Cluster:
         )
         self._after_call(driver)
 
+    def now_ms(self) -> int:
+        """The simulated wall clock the stores stamp: one second per tick, from a fixed epoch."""
+        return _EPOCH_MS + self.clock.now_tick * 1000
+
     def crash(self, node_id: NodeId, torn: bool) -> None:
         driver = self.drivers[node_id]
         unsynced = driver.disk.unsynced_count()
-        survived = driver.crash(self._crash_rng, torn)
+        driver.crash(self._crash_rng, torn)
         self._crash_soon.discard(node_id)
         self._seen_roles.pop(node_id, None)
         self.checker.forget_node(node_id)
-        self.history.record(self.clock.now_tick, "crash", node_id, unsynced, survived)
+        self.history.record(self.clock.now_tick, "crash", node_id, unsynced, torn)
+        # What it synced before dying (a crash inside a Ready skips the ``persisted`` hook);
+        # the restart replaces this with what the files actually recovered to.
         self.checker.observe_durable(node_id, driver.disk.synced)
         self._report_process_gone(node_id)
         self._flush_transport_reports()
@@ -173,9 +188,8 @@ class Cluster:
             return
         self.history.record(self.clock.now_tick, "recv", *_message_fields(message))
         if message.type == MessageType.SNAPSHOT:
-            assert message.snapshot is not None
-            key = (message.snapshot.index, message.snapshot.term)
-            driver.staged_snapshots[key] = envelope.snapshot_entries
+            assert message.snapshot is not None and envelope.snapshot_copy is not None
+            driver.stage_snapshot(message.snapshot, envelope.snapshot_copy)
             self._transport_reports.append(
                 TransportReport(message.source, envelope.source_incarnation, message.target, True)
             )
@@ -195,7 +209,11 @@ class Cluster:
         """Drain the node's Ready, observe its role, then do what had to wait for that."""
         self._calls_in_progress += 1
         try:
-            driver.drain_ready(self)
+            try:
+                driver.drain_ready()
+            except SimCrash:
+                self.crash(driver.node_id, torn=False)
+                return
             node = driver.node
             assert node is not None
             role_term = (node.role, node.term)
@@ -249,30 +267,12 @@ class Cluster:
             last_index = ready.committed_entries[-1].index
             self.checker.observe_commit(node_id, node.term, last_index, log)
 
-    def crash_before_send(self, driver: NodeDriver, ready: Ready) -> bool:
-        node = driver.node
-        assert node is not None
-        # Only the interesting moments: a leader that just appended (a proposal, its election
-        # no-op) or just advanced its commit index, and has not told anyone yet.
-        if node.role != Role.LEADER or not ready.messages:
-            return False
-        if not ready.entries and (ready.hard_state is None or not ready.committed_entries):
-            return False
-        if self._crash_rng.random() >= self.leader_crash_before_send_probability:
-            return False
-        self.history.record(self.clock.now_tick, "crash-before-send", driver.node_id)
-        self._crash_soon.add(driver.node_id)
-        return True
-
     def send(self, driver: NodeDriver, message: Message) -> None:
         now_tick = self.clock.now_tick
-        image: tuple[Entry, ...] = ()
-        if message.type == MessageType.SNAPSHOT:
-            assert message.snapshot is not None
-            # The transport copies the leader's log prefix (its segments) up to the snapshot.
-            image = tuple(driver.disk.current.image[: message.snapshot.index])
-            assert len(image) == message.snapshot.index, "snapshot beyond the leader's image"
-        copies = self.network.send(message, now_tick, driver.incarnation, image)
+        if self._dies_before_sending(driver, message):
+            return
+        copy = driver.snapshot_copy(message) if message.type == MessageType.SNAPSHOT else None
+        copies = self.network.send(message, now_tick, driver.incarnation, copy)
         if copies == 0:
             self.history.record(now_tick, "lost", *_message_fields(message))
             if message.type == MessageType.SNAPSHOT:
@@ -287,11 +287,33 @@ class Cluster:
                     TransportReport(message.source, driver.incarnation, message.target, None)
                 )
         if (
-            message.type == MessageType.VOTE_RESP
+            message.type in (MessageType.VOTE_RESP, MessageType.APPEND_RESP)
             and not message.reject
             and self._crash_rng.random() < self.crash_after_vote_probability
         ):
-            self._crash_soon.add(driver.node_id)
+            # The process dies right after this promise left: whatever it had not made
+            # durable by now is lost, so a handler that sent before persisting is caught.
+            self.history.record(now_tick, "crash-after-send", driver.node_id)
+            raise SimCrash(f"{driver.node_id} died after sending {message.type.name}")
+
+    def _dies_before_sending(self, driver: NodeDriver, message: Message) -> bool:
+        """A leader's process dies with this APPEND (entries or a new commit) still in its send
+        queue: it and everything after it are lost, and the node crashes after the call. Its
+        own writes of the Ready still complete (they are not behind the queue)."""
+        node = driver.node
+        assert node is not None
+        if driver.doomed:
+            return True
+        if node.role != Role.LEADER or message.type != MessageType.APPEND:
+            return False
+        if not message.entries and message.commit <= message.log_index:
+            return False
+        if self._crash_rng.random() >= self.leader_crash_before_send_probability:
+            return False
+        self.history.record(self.clock.now_tick, "crash-before-send", driver.node_id)
+        driver.doomed = True
+        self._crash_soon.add(driver.node_id)
+        return True
 
     def applied(self, driver: NodeDriver, entry: Entry) -> None:
         node = driver.node
@@ -306,7 +328,7 @@ class Cluster:
         node = driver.node
         assert node is not None
         try:
-            index = node.propose(data)
+            index = driver.propose(data, self.now_ms())
         except ProposalDroppedError:
             self.history.record(self.clock.now_tick, "propose-dropped", node_id, data)
             return False
@@ -344,14 +366,16 @@ class Cluster:
         if index <= driver.disk.current.snapshot_index:
             return
         self.history.record(self.clock.now_tick, "compact", node_id, index)
+        assert driver.raft_log is not None
         # The core's membership is as of its applied index, which is where the cut is.
-        driver.disk.compact(index, driver.node.conf_state)
-        driver.disk.sync()
+        driver.raft_log.compact(index, driver.node.conf_state)
+        driver.raft_log.sync()
         self.checker.observe_durable(node_id, driver.disk.synced)
 
     def background_sync(self, node_id: NodeId) -> None:
         driver = self.drivers[node_id]
         if driver.disk.unsynced_count():
+            driver.fs.write_back()
             driver.disk.sync()
             self.checker.observe_durable(node_id, driver.disk.synced)
 

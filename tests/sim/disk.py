@@ -1,15 +1,15 @@
-"""The simulated disk of one node: a LogStorage with a synced and an unsynced state.
+"""The shadow of one node's Raft log: what the real storage (node/replication, over a
+SimFileSystem) holds and what it promised durable, in a form the checkers read cheaply.
 
 Rules this module keeps:
-- Every write (hard state, snapshot install, append, compaction) is applied at once to the
-  *current* state, which the core reads (a real node reads its page cache), and queued as an
-  operation. ``sync()`` replays the queued operations onto the *synced* state.
-- ``crash()`` throws the queue away; with a torn write it first keeps a random prefix of the
-  queued operations, the last one possibly cut short inside its entries (writes land in
-  order). What survives becomes the synced state and the node restarts on it.
+- Every write the real storage took (hard state, snapshot install, append, compaction) is
+  applied at once to the *current* state and queued as an operation; ``sync()`` (the storage
+  synced) replays the queue onto the *synced* state.
+- ``reset_to`` replaces both with what the storage recovered after a power loss: the files
+  decide what survived, never this model (shadow_log.reset_shadow).
 - A snapshot's data is the log prefix itself (``image``: entries 1..snapshot.index), as in
-  raftlog where the snapshot is the CommitLog segments. The core can no longer read the image
-  through ``entries()``/``term()``; the checkers and the state machine can.
+  raftlog where the snapshot is the CommitLog segments; the checkers and the state machine
+  read it.
 - A write that breaks the log's shape (a gap, an index at or below the snapshot) is the core's
   contract violation and raises ``AssertionError`` with the reason.
 """
@@ -17,18 +17,10 @@ Rules this module keeps:
 from __future__ import annotations
 
 import itertools
-import random
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from raftlog.raft.types import (
-    ConfState,
-    Entry,
-    HardState,
-    LogCompactedError,
-    LogUnavailableError,
-    SnapshotMeta,
-)
+from raftlog.raft.types import ConfState, Entry, HardState, SnapshotMeta
 
 NO_CHANGE = 1 << 62
 """``changed_from_index`` when nothing changed since the last ``take_changed_from``."""
@@ -153,56 +145,12 @@ class LogState:
 
 
 class SimDisk:
-    """LogStorage for the core, plus the writers the driver uses while handling Ready."""
+    """The shadow of one node's Raft log (shadow_log.py): the same writes, current and synced."""
 
     def __init__(self, conf_state: ConfState) -> None:
         self.current = LogState(conf_state=conf_state)
         self.synced = LogState(conf_state=conf_state)
         self._unsynced: list[Operation] = []
-
-    # -- LogStorage (reads see the current state) ------------------------------------------
-
-    def initial_state(self) -> tuple[HardState, ConfState]:
-        return self.current.hard_state, self.current.conf_state
-
-    def entries(self, low: int, high: int, max_bytes: int) -> list[Entry]:
-        state = self.current
-        if low <= state.snapshot_index:
-            raise LogCompactedError(f"entries from {low}: compacted to {state.snapshot_index}")
-        if high > state.last_index + 1:
-            raise LogUnavailableError(f"entries to {high}: last index is {state.last_index}")
-        base = state.snapshot_index
-        selected: list[Entry] = []
-        size_bytes = 0
-        for entry in state.entries[low - base - 1 : high - base - 1]:
-            size_bytes += len(entry.data)
-            if selected and size_bytes > max_bytes:
-                break
-            selected.append(entry)
-        return selected
-
-    def term(self, index: int) -> int:
-        state = self.current
-        base = state.snapshot_index
-        if index == base:
-            return state.snapshot.term if state.snapshot is not None else 0
-        if index < base:
-            raise LogCompactedError(f"term of {index}: compacted to {base}")
-        if index > state.last_index:
-            raise LogUnavailableError(f"term of {index}: last index is {state.last_index}")
-        return state.entries[index - base - 1].term
-
-    def first_index(self) -> int:
-        return self.current.snapshot_index + 1
-
-    def last_index(self) -> int:
-        return self.current.last_index
-
-    def snapshot(self) -> SnapshotMeta:
-        state = self.current
-        if state.snapshot is None:
-            return SnapshotMeta(index=0, term=0, conf_state=state.conf_state)
-        return state.snapshot
 
     # -- writers ---------------------------------------------------------------------------
 
@@ -230,25 +178,12 @@ class SimDisk:
             self.synced.apply(operation)
         self._unsynced.clear()
 
+    def reset_to(self, state: LogState) -> None:
+        """After a restart: current and synced become what the real files recovered to."""
+        self._unsynced.clear()
+        self.current = state
+        self.synced = state.copy()
+        self.current.changed_from_index = self.synced.changed_from_index = 1
+
     def unsynced_count(self) -> int:
         return len(self._unsynced)
-
-    def crash(self, rng: random.Random, torn: bool) -> int:
-        """Lose the unsynced writes; with ``torn``, a random prefix of them lands first.
-        Returns how many operations (a cut one counts) survived."""
-        survived = 0
-        if torn and self._unsynced:
-            keep = rng.randint(0, len(self._unsynced))
-            for operation in self._unsynced[:keep]:
-                self.synced.apply(operation)
-                survived += 1
-            if keep < len(self._unsynced):
-                cut = self._unsynced[keep]
-                if isinstance(cut, Append):
-                    kept_entries = rng.randint(0, len(cut.entries) - 1)
-                    if kept_entries:
-                        self.synced.apply(Append(cut.entries[:kept_entries]))
-                        survived += 1
-        self._unsynced.clear()
-        self.current = self.synced.copy()
-        return survived

@@ -31,9 +31,18 @@ class Envelope:
     deliver_tick: int
     source_incarnation: int
     """Which life of the source sent it: a snapshot report goes back only to that life."""
-    snapshot_entries: tuple[Entry, ...] = ()
-    """SNAPSHOT only: the leader's log prefix up to ``snapshot.index``, i.e. the segment files
-    the real transport would copy before handing the message over."""
+    snapshot_copy: SnapshotCopy | None = None
+    """SNAPSHOT only: what the real transport copies before handing the message over."""
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotCopy:
+    """A leader's snapshot as the segment transfer carries it: its CommitLog segment files up
+    to where the snapshot's entry ends, plus the log prefix (``image``) for the checkers."""
+
+    image: tuple[Entry, ...]
+    files: tuple[tuple[str, bytes], ...]
+    end_physical_offset: int
 
 
 @dataclass(slots=True)
@@ -64,7 +73,7 @@ class Network:
         message: Message,
         now_tick: int,
         source_incarnation: int,
-        snapshot_entries: tuple[Entry, ...] = (),
+        snapshot_copy: SnapshotCopy | None = None,
     ) -> int:
         """Queue ``message``; returns how many copies are in flight (0 = dropped)."""
         if self.is_blocked(message.source, message.target):
@@ -83,7 +92,7 @@ class Network:
                 sent_tick=now_tick,
                 deliver_tick=deliver_tick,
                 source_incarnation=source_incarnation,
-                snapshot_entries=snapshot_entries,
+                snapshot_copy=snapshot_copy,
             )
             self._next_sequence += 1
             heapq.heappush(self._heap, (deliver_tick, envelope.sequence, envelope))

@@ -15,9 +15,14 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
+from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.raft.types import PlantedBug
 
+AnyPlantedBug = PlantedBug | NodePlantedBug
+"""A bug planted in the core (PlantedBug) or in the node's handler or storage."""
+
 UNLIMITED_APPEND_BYTES = 1 << 20
+FEW_ENTRIES_BYTES = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +62,7 @@ class SimOptions:
     membership_change_probability: float
     """Chance per tick that the leader removes a voter, or adds back the one removed."""
     announce_commit_on_tick: bool = False
-    planted_bugs: frozenset[PlantedBug] = frozenset()
+    planted_bugs: frozenset[AnyPlantedBug] = frozenset()
 
     def describe(self) -> str:
         parts = []
@@ -70,7 +75,9 @@ class SimOptions:
 
 
 def _default(rng: random.Random) -> SimOptions:
-    max_append_bytes = rng.choice((1, 16, UNLIMITED_APPEND_BYTES))
+    # One entry, a few, or no bound per APPEND: an entry is a stamped message record of
+    # about 120 bytes in its envelope.
+    max_append_bytes = rng.choice((1, FEW_ENTRIES_BYTES, UNLIMITED_APPEND_BYTES))
     options = SimOptions(
         profile="default",
         node_count=rng.choice((3, 3, 5)),
@@ -166,7 +173,7 @@ def _divergence(rng: random.Random) -> SimOptions:
         profile="divergence",
         membership_change_probability=0.0,
         node_count=3,
-        max_append_bytes=rng.choice((1, 16)),
+        max_append_bytes=rng.choice((1, FEW_ENTRIES_BYTES)),
         partition_probability=0.05,
         partition_heal_probability=0.1,
         crash_probability=0.02,
@@ -186,7 +193,7 @@ PROFILES: dict[str, Callable[[random.Random], SimOptions]] = {
 
 
 def draw_options(
-    rng: random.Random, profile: str, planted_bugs: frozenset[PlantedBug] = frozenset()
+    rng: random.Random, profile: str, planted_bugs: frozenset[AnyPlantedBug] = frozenset()
 ) -> SimOptions:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 
+from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.raft.types import PlantedBug
+
+from .options import AnyPlantedBug
 
 DEFAULT_SEED_COUNT = 20
 
@@ -25,6 +28,14 @@ def profile_from_env() -> str:
     return os.environ.get("SIM_PROFILE", "default")
 
 
-def bugs_from_env() -> frozenset[PlantedBug]:
+def bugs_from_env() -> frozenset[AnyPlantedBug]:
     names = os.environ.get("SIM_BUGS", "")
-    return frozenset(PlantedBug(name) for name in names.split(",") if name)
+    return frozenset(planted_bug(name) for name in names.split(",") if name)
+
+
+def planted_bug(name: str) -> AnyPlantedBug:
+    """The core's or the node's planted bug of that name."""
+    try:
+        return PlantedBug(name)
+    except ValueError:
+        return NodePlantedBug(name)

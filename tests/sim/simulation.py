@@ -16,16 +16,18 @@ Rules this module keeps:
 from __future__ import annotations
 
 import random
+import tempfile
 from dataclasses import dataclass
 
-from raftlog.raft.types import ConfChange, ConfChangeType, NodeId, PlantedBug
+from raftlog.raft.types import ConfChange, ConfChangeType, NodeId
 
 from .checkers import SafetyViolation
 from .cluster import Cluster
 from .disk import LogState
 from .history import History
-from .options import SimOptions, draw_options
+from .options import AnyPlantedBug, SimOptions, draw_options
 from .schedule import FaultSchedule
+from .workload import body_of
 
 TRACE_TAIL_EVENTS = 40
 
@@ -71,14 +73,22 @@ def replay_line(seed: int, options: SimOptions) -> str:
 
 
 def run_simulation(
-    seed: int, profile: str = "default", planted_bugs: frozenset[PlantedBug] = frozenset()
+    seed: int, profile: str = "default", planted_bugs: frozenset[AnyPlantedBug] = frozenset()
 ) -> RunResult:
     root = random.Random(seed)
     options = draw_options(random.Random(root.getrandbits(64)), profile, planted_bugs)
     history = History()
+    # Only the stores' lock files are real (store/store_lock.py); their data is simulated.
+    with tempfile.TemporaryDirectory(prefix="raftlog-sim-") as root_dir:
+        return _run(seed, options, history, root, root_dir)
+
+
+def _run(
+    seed: int, options: SimOptions, history: History, root: random.Random, root_dir: str
+) -> RunResult:
     cluster: Cluster | None = None
     try:
-        cluster = Cluster(options, random.Random(root.getrandbits(64)), history)
+        cluster = Cluster(options, random.Random(root.getrandbits(64)), history, root_dir)
         schedule = FaultSchedule(options, random.Random(root.getrandbits(64)))
         schedule.start(cluster)
         for _ in range(options.safety_ticks):
@@ -149,8 +159,7 @@ def _restore_membership(cluster: Cluster, leader: NodeId) -> None:
 
 
 def _holds(log: LogState, index: int, data: bytes) -> bool:
-    entry = log.entry_at(index)
-    return entry is not None and entry.data == data
+    return body_of(log.entry_at(index)) == data
 
 
 def _settled(cluster: Cluster) -> bool:
@@ -179,13 +188,13 @@ def check_convergence(cluster: Cluster) -> None:
     reference = cluster.drivers[reference_id]
     for node_id in cluster.node_ids[1:]:
         driver = cluster.drivers[node_id]
-        if driver.applied != reference.applied:
+        if driver.state_machine != reference.state_machine:
             raise SafetyViolation(f"state machines of {reference_id} and {node_id} differ")
         commit_index = driver.applied_index
         for index in range(driver.disk.current.snapshot_index + 1, commit_index + 1):
-            if driver.disk.current.entry_at(index) != reference.applied[index - 1]:
+            if driver.disk.current.entry_at(index) != reference.state_machine[index - 1]:
                 raise SafetyViolation(f"{node_id}'s log differs from the state machines at {index}")
-    applied_data = {entry.data for entry in reference.applied}
+    applied_data = {body_of(entry) for entry in reference.state_machine}
     for proposal in cluster.workload.proposals.values():
         if proposal.data not in applied_data:
             if proposal.acknowledged:

@@ -11,6 +11,8 @@ with 0, so a schedule Hypothesis prints replays exactly.
 from __future__ import annotations
 
 import random
+import shutil
+import tempfile
 from dataclasses import replace
 
 import pytest
@@ -67,7 +69,9 @@ class ClusterMachine(RuleBasedStateMachine):
             heal_ticks_max=300,
             planted_bugs=self.planted_bugs,
         )
-        self.cluster = Cluster(options, random.Random(0), History())
+        # Only the stores' lock files are real; removed in teardown.
+        self._root_dir = tempfile.mkdtemp(prefix="raftlog-sim-")
+        self.cluster = Cluster(options, random.Random(0), History(), self._root_dir)
 
     def _pick_pending(self, data: st.DataObject) -> int | None:
         pending = self.cluster.network.pending()
@@ -183,8 +187,11 @@ class ClusterMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         # After a violation a node may be mid-Ready; healing would bury it under a contract
         # error of the harness's own making.
-        if not self.cluster.checker.violated:
-            heal(self.cluster)
+        try:
+            if not self.cluster.checker.violated:
+                heal(self.cluster)
+        finally:
+            shutil.rmtree(self._root_dir, ignore_errors=True)
 
 
 def test_hypothesis_schedules_keep_raft_safe() -> None:
@@ -205,7 +212,7 @@ def test_hypothesis_schedules_find_a_planted_bug() -> None:
     same search every time; shrinking skipped, for speed."""
     search = settings(
         settings.get_profile("sim-default"),
-        max_examples=500,
+        max_examples=2000,
         stateful_step_count=100,
         database=None,
         derandomize=True,

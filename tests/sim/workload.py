@@ -1,7 +1,8 @@
 """The simulated clients' proposals: what was proposed, where, and what was acknowledged.
 
 Rules this module keeps:
-- Every proposal carries unique data (``b"p<id>"``), so an applied entry names its proposal.
+- Every proposal carries a unique message body (``b"p<id>"``), so an applied entry names its
+  proposal (``body_of``: the entry's payload is the stamped message record).
 - A proposal is *acknowledged* when the node that accepted it applies it at the index and term
   ``propose`` returned: that is the moment a leader would answer the client "committed".
 - A proposal is *pending* until some node applies it; the heal phase re-proposes pending ones
@@ -12,7 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from raftlog.raft.types import Entry, NodeId
+from raftlog.raft.types import Entry, EntryType, NodeId
+from raftlog.store.record import decode_record
+
+
+def body_of(entry: Entry | None) -> bytes | None:
+    """The body of the one message a proposal's entry carries; None for any other entry."""
+    if entry is None or entry.type is not EntryType.NORMAL or not entry.data:
+        return None
+    return decode_record(entry.data, 0).body
 
 
 @dataclass(slots=True)
@@ -42,11 +51,12 @@ class Workload:
         self._accepted.add((node_id, index, term, data))
 
     def observe_apply(self, node_id: NodeId, entry: Entry) -> None:
-        proposal = self.proposals.get(entry.data)
+        body = body_of(entry)
+        proposal = self.proposals.get(body) if body is not None else None
         if proposal is None:
             return
         proposal.committed = True
-        if (node_id, entry.index, entry.term, entry.data) in self._accepted:
+        if (node_id, entry.index, entry.term, proposal.data) in self._accepted:
             proposal.acknowledged = True
 
     def pending(self) -> list[Proposal]:

@@ -213,8 +213,18 @@ class SimFileSystem:
             for image in (inode.durable, inode.current):
                 _apply(image, ("write", position, data))
 
-    def power_loss(self, rng: random.Random) -> None:
-        """Lose unsynced data and directory changes (see the module docstring)."""
+    def write_back(self) -> None:
+        """The OS flushes everything on its own (page cache writeback): every file's current
+        bytes and the current namespace become durable, as if each were synced."""
+        with self.lock:
+            for inode in self._files.values():
+                inode.durable = bytearray(inode.current)
+                inode.pending.clear()
+            self._durable_files = dict(self._files)
+
+    def power_loss(self, rng: random.Random, torn: bool = True) -> None:
+        """Lose unsynced data and directory changes (see the module docstring); with ``torn``
+        False, every unsynced operation is lost (none lands partly)."""
         with self.lock:
             self.generation += 1
             self.open_handles = 0
@@ -223,15 +233,15 @@ class SimFileSystem:
             }
             for inode in inodes.values():
                 image = bytearray(inode.durable)
-                kept = rng.randint(0, len(inode.pending))
+                kept = rng.randint(0, len(inode.pending)) if torn else 0
                 for op in inode.pending[:kept]:
                     _apply(image, op)
-                if kept < len(inode.pending) and inode.pending[kept][0] == "write":
+                if torn and kept < len(inode.pending) and inode.pending[kept][0] == "write":
                     _, position, payload = inode.pending[kept]
-                    torn = payload[: rng.randint(0, len(payload))]
+                    cut = payload[: rng.randint(0, len(payload))]
                     if rng.random() < 0.3:
-                        torn += bytes(len(payload) - len(torn))
-                    _apply(image, ("write", position, torn))
+                        cut += bytes(len(payload) - len(cut))
+                    _apply(image, ("write", position, cut))
                 inode.durable = image
                 inode.current = bytearray(image)
                 inode.pending.clear()

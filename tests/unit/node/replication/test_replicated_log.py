@@ -1,15 +1,19 @@
-"""Three Raft cores, each persisting through its own RaftLogStorage on a real directory,
-driven by a plain in-memory pump (no faults): the leader plans where each entry lands before
-proposing it, followers write what they receive, one follower restarts midway, and in the end
-the three CommitLogs hold byte-identical committed prefixes."""
+"""Three Raft cores, each with its own MessageStore and RaftLogStorage on a real directory and
+the node's own Ready handler (node/replication/ready.py), wired by a plain in-memory pump (no
+faults): the leader plans where each entry lands before proposing it, followers write what
+they receive, one follower restarts midway, and in the end the three CommitLogs hold
+byte-identical committed prefixes."""
 
 from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
+from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES
 from raftlog.node.replication.raft_log_storage import RaftLogStorage
+from raftlog.node.replication.ready import ReadyHandler, ReadySettings
 from raftlog.raft import Config, RawNode
 from raftlog.raft.types import (
     ConfChange,
@@ -19,9 +23,12 @@ from raftlog.raft.types import (
     EntryType,
     Message,
     NodeId,
+    Ready,
     Role,
 )
+from raftlog.store.config import StoreConfig
 from raftlog.store.filesystem import OsFileSystem
+from raftlog.store.message_store import MessageStore
 from raftlog.store.segment import parse_segment_file_name
 from tests.unit.node.replication.entry_factory import payload_at, payload_size_bytes
 
@@ -32,43 +39,67 @@ ENTRIES_PER_ROUND = 10
 
 
 class Replica:
+    """One member: the handler's transport (``outbox``) and listener (``applied``)."""
+
     def __init__(self, node_id: NodeId, root: Path) -> None:
         self.node_id = node_id
         self.root = str(root / node_id)
         self.fs = OsFileSystem()
-        self.applied: list[Entry] = []
-        self.storage = self._open_storage()
-        self.node = RawNode(Config(node_id), self.storage, random.Random(node_id))
+        self.state_machine: list[Entry] = []
+        self.outbox: list[Message] = []
+        self._open(Config(node_id), random.Random(node_id))
 
-    def _open_storage(self) -> RaftLogStorage:
-        return RaftLogStorage.open(
+    def _open(self, config: Config, rng: random.Random) -> None:
+        self.store = MessageStore.open(
+            StoreConfig(self.root, segment_size_bytes=SEGMENT_SIZE_BYTES),
+            self.fs,
+            envelopes=ENTRY_ENVELOPES,
+            housekeeping_interval_ms=None,
+        )
+        self.storage = RaftLogStorage(
             self.fs,
             self.root,
-            segment_size_bytes=SEGMENT_SIZE_BYTES,
+            self.store.commit_log,
             bootstrap=ConfState(voters=IDS),
             index_units_per_file=64,
+            truncate_commit_log=self.store.truncate_after,
+        )
+        self.node = RawNode(config, self.storage, rng)
+        self.handler = ReadyHandler(
+            self.node, self.storage, self.store, self.fs, self, self, ReadySettings()
         )
 
-    def handle_ready(self) -> list[Message]:
-        """The Ready contract: persist (sync when asked), send, apply, advance."""
-        ready = self.node.ready()
-        assert ready.snapshot is None
-        self.storage.append(ready.entries)
-        if ready.hard_state is not None:
-            self.storage.set_hard_state(ready.hard_state)
-        if ready.must_sync:
-            self.storage.sync()
-        self.applied.extend(ready.committed_entries)
-        self.node.advance(ready)
-        return ready.messages
+    # Transport and ReadyListener
+    def send(self, messages: Sequence[Message]) -> None:
+        self.outbox.extend(messages)
+
+    def role_changed(self, ready: Ready) -> None:
+        pass
+
+    def applied(self, entries: Sequence[Entry]) -> None:
+        self.state_machine.extend(entries)
+
+    def advanced(self, ready: Ready) -> None:
+        pass
+
+    def take_messages(self) -> list[Message]:
+        """Handle every Ready; the messages they sent."""
+        self.handler.drain()
+        messages, self.outbox = self.outbox, []
+        return messages
+
+    def close(self) -> None:
+        self.storage.close()
+        self.store.close()
 
     def restart(self) -> None:
-        """A clean restart: the storage is reopened and the core rebuilt from it."""
-        self.storage.close()
-        self.storage = self._open_storage()
-        applied_index = self.applied[-1].index if self.applied else 0
-        config = Config(self.node_id, applied_index=applied_index)
-        self.node = RawNode(config, self.storage, random.Random(self.node_id + "2"))
+        """A clean restart: the store and the log reopened, the core rebuilt from them."""
+        self.close()
+        applied_index = self.state_machine[-1].index if self.state_machine else 0
+        self._open(
+            Config(self.node_id, applied_index=applied_index), random.Random(self.node_id + "2")
+        )
+        self.handler.applied_index = applied_index
 
     def committed_prefix_digest(self) -> str:
         """sha256 of the CommitLog bytes up to the end of the committed entry."""
@@ -89,9 +120,7 @@ def pump(replicas: dict[NodeId, Replica]) -> None:
     for _ in range(1000):
         messages: list[Message] = []
         for node_id in IDS:
-            replica = replicas[node_id]
-            while replica.node.has_ready():
-                messages.extend(replica.handle_ready())
+            messages.extend(replicas[node_id].take_messages())
         if not messages:
             return
         for message in messages:
@@ -100,16 +129,21 @@ def pump(replicas: dict[NodeId, Replica]) -> None:
     raise AssertionError("the cluster never settled")
 
 
-def propose_round(leader: Replica, round_number: int, rng: random.Random) -> list[bytes]:
-    """Plan each entry's position, stamp its records there, propose them as one batch."""
+def propose_round(
+    leader: Replica, queue_offset: int, rng: random.Random
+) -> tuple[list[bytes], int]:
+    """Plan each entry's position, stamp its records there (queue offsets dense from
+    ``queue_offset``: the store dispatches them), propose them as one batch; returns them
+    and the next queue offset."""
     data_items = []
     for _ in range(ENTRIES_PER_ROUND):
         bodies = [rng.randbytes(rng.randint(0, 700)) for _ in range(rng.randint(0, 4))]
         position = leader.storage.plan_entry(payload_size_bytes(bodies))
-        data_items.append(payload_at(position, bodies, queue_offset=round_number))
+        data_items.append(payload_at(position, bodies, queue_offset=queue_offset))
+        queue_offset += len(bodies)
     last_index = leader.node.propose_batch(data_items)
     assert last_index == leader.storage.last_index() + ENTRIES_PER_ROUND
-    return data_items
+    return data_items, queue_offset
 
 
 def test_three_replicas_commit_byte_identical_logs(tmp_path: Path) -> None:
@@ -120,8 +154,10 @@ def test_three_replicas_commit_byte_identical_logs(tmp_path: Path) -> None:
     assert leader.node.role is Role.LEADER
     rng = random.Random(7)
     proposed: list[bytes] = []
+    queue_offset = 0
     for round_number in range(ROUNDS):
-        proposed.extend(propose_round(leader, round_number, rng))
+        data_items, queue_offset = propose_round(leader, queue_offset, rng)
+        proposed.extend(data_items)
         if round_number == ROUNDS // 3:
             change = ConfChange(ConfChangeType.ADD_LEARNER, "d")
             leader.storage.plan_entry(len(change.encode()), EntryType.CONF_CHANGE)
@@ -144,14 +180,16 @@ def test_three_replicas_commit_byte_identical_logs(tmp_path: Path) -> None:
     assert len(digests) == 1
     assert len(leader.fs.listdir(f"{leader.root}/commitlog")) > 10  # many segment rolls
     normal_data = [
-        entry.data for entry in leader.applied if entry.type is EntryType.NORMAL and entry.data
+        entry.data
+        for entry in leader.state_machine
+        if entry.type is EntryType.NORMAL and entry.data
     ]
     assert normal_data == [data for data in proposed if data]
-    assert [e.index for e in replicas["b"].applied] == [e.index for e in leader.applied]
-    assert any(e.type is EntryType.CONF_CHANGE for e in leader.applied)
+    assert [e.index for e in replicas["b"].state_machine] == [e.index for e in leader.state_machine]
+    assert any(e.type is EntryType.CONF_CHANGE for e in leader.state_machine)
     # Every replica's records name their own physical offset, readable through the store.
     for replica in replicas.values():
         log = replica.storage.commit_log
         for physical_offset, _ in log.scan(0, log.max_offset):
             assert log.read_record(physical_offset).physical_offset == physical_offset
-        replica.storage.close()
+        replica.close()

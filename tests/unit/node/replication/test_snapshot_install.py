@@ -113,3 +113,30 @@ def test_without_a_marker_nothing_changes(tmp_path: Path) -> None:
     )
     assert sorted(os.listdir(tmp_path / "node" / "commitlog")) == before
     assert not (tmp_path / "staging").exists()
+
+
+def test_a_finished_install_stays_finished_after_a_power_loss() -> None:
+    """The marker's removal is durable before the staging directory goes: a marker that came
+    back after a power loss would make the next start replay this install over newer entries
+    (found by the simulation, tests/sim, once it ran the node's own handler)."""
+    import random
+
+    from raftlog.node.replication.snapshot_install import (
+        MARKER_FILE_NAME,
+        discard_staging,
+        resume_interrupted_install,
+    )
+    from tests.support.sim_filesystem import SimFileSystem
+
+    fs = SimFileSystem()
+    staging = "/store/commitlog.incoming"
+    fs.makedirs(staging)
+    marker = fs.open(f"{staging}/{MARKER_FILE_NAME}")
+    marker.pwrite(b"{}", 0)
+    marker.sync()
+    marker.close()
+    fs.sync_dir(staging)  # the marker is durable, as install_snapshot makes it
+    discard_staging(fs, staging)
+    fs.power_loss(random.Random(0))
+    assert not fs.exists(f"{staging}/{MARKER_FILE_NAME}")
+    assert resume_interrupted_install(fs, "/store", staging) is False
