@@ -90,8 +90,16 @@ vectors: $(STAMP)
 proto: $(STAMP)
 	PYTHON=$(PY) proto/generate.sh
 
+## make dist: the wheel into dist/, to install raftlog into another project:
+##   pip install "dist/raftlog-0.1.0-py3-none-any.whl[testing]"
+.PHONY: dist
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
+	@ls dist
+
 clean:
-	rm -rf $(VENV) ./data .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) ./data dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
 
 ## make image: the node's container image raftlog:dev (no registry needed; docs/deploy.md).
 ## make compose-smoke: start deploy/compose.yaml's 3-node cluster, check it, remove it all.

@@ -86,7 +86,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _require_matplotlib(png: Path | None) -> None:
     """Refuse --png before a run when the timeline could not be drawn after it."""
     if png is not None and importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("--png needs matplotlib (pip install 'raftlog[bench]')")
+        raise UsageError("--png needs matplotlib: install raftlog with its bench extra (README)")
 
 
 def _write_timeline(history: Path, png: Path | None, title: str) -> None:
