@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from raftlog.bench.compare import Figure
+    from raftlog.bench.figures import Figure
 
 PANELS = (
     ("Throughput (msgs/s, log scale)", ("produce", "consume"), True),

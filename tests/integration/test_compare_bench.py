@@ -33,18 +33,19 @@ def _figures(report: dict[str, object], system: str) -> dict[tuple[object, ...],
 
 def _both_systems_figures() -> set[tuple[object, ...]]:
     """The figures both systems report in a --quick run (the fsync pairing only)."""
-    from raftlog.bench import compare
+    from raftlog.bench import compare_rounds
+    from raftlog.bench.cluster import BODY_SIZES_BYTES
 
     expected: set[tuple[object, ...]] = {
         (name, "fsync", body, None)
         for name in ("produce", "latency-p50", "latency-p99", "consume")
-        for body in compare.BODY_SIZES_BYTES
+        for body in BODY_SIZES_BYTES
     }
-    return expected | {("failover", "fsync", compare.FAILOVER_BODY_BYTES, None)}
+    return expected | {("failover", "fsync", compare_rounds.FAILOVER_BODY_BYTES, None)}
 
 
 def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
-    from raftlog.bench import compare
+    from raftlog.bench import compare, compare_rounds
 
     report_path = tmp_path / "compare.json"
     chart_path = tmp_path / "compare.png"
@@ -67,7 +68,8 @@ def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
     figures = _figures(report, "raftlog")
     expected = _both_systems_figures()
     expected |= {
-        ("queues", "fsync", compare.QUEUE_BODY_BYTES, n) for n in compare.QUICK_QUEUE_COUNTS
+        ("queues", "fsync", compare_rounds.QUEUE_BODY_BYTES, n)
+        for n in compare_rounds.QUICK_QUEUE_COUNTS
     }
     assert set(figures) == expected
     assert all(value > 0 for value in figures.values()), figures

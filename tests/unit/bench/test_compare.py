@@ -6,14 +6,8 @@ from __future__ import annotations
 import pytest
 
 from raftlog.bench.cluster import BenchError
-from raftlog.bench.compare import (
-    TURN_ATTEMPTS,
-    Recorder,
-    Sample,
-    evaluate_targets,
-    render_table,
-    summarise,
-)
+from raftlog.bench.compare_rounds import TURN_ATTEMPTS, Recorder
+from raftlog.bench.figures import Sample, evaluate_targets, render_table, summarise
 
 
 def _sample(system: str, figure: str, value: float, round_index: int, **setting: object) -> Sample:

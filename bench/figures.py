@@ -1,0 +1,186 @@
+"""The side-by-side bench's arithmetic (bench/compare.py measures, this module counts):
+samples, the figures they make (medians over rounds, the best setting per system,
+raftlog/NATS ratios), the targets' verdicts and the Markdown table.
+
+Rules this module keeps: pure (no servers, no clock, no I/O); a figure's ratio divides the
+two systems' medians; "best" is the highest median for throughput figures and the lowest for
+latency and failover seconds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from raftlog.bench.cluster import BODY_SIZES_BYTES
+
+# Higher is better for these figures; lower for the rest (latency, failover seconds).
+HIGHER_IS_BETTER = {"produce", "consume", "queues"}
+
+
+@dataclass(slots=True)
+class Sample:
+    """One measured number, with everything that produced it."""
+
+    system: str
+    durability: str  # the pairing: raftlog's durability mode
+    figure: str
+    body_bytes: int
+    setting: dict[str, object]
+    round: int
+    value: float
+    unit: str
+
+
+@dataclass(slots=True)
+class Figure:
+    """Medians over rounds of one figure for both systems, and raftlog / NATS."""
+
+    figure: str
+    durability: str
+    body_bytes: int
+    unit: str
+    queue_count: int | None = None
+    raftlog: float | None = None
+    nats: float | None = None
+    raftlog_setting: dict[str, object] = field(default_factory=dict)
+    nats_setting: dict[str, object] = field(default_factory=dict)
+    raftlog_runs: int = 0
+    nats_runs: int = 0
+    ratio: float | None = None
+
+
+def _figure_key(sample: Sample) -> tuple[str, str, int, int | None]:
+    queue_count = sample.setting.get("queue_count") if sample.figure == "queues" else None
+    return (
+        sample.figure,
+        sample.durability,
+        sample.body_bytes,
+        None if queue_count is None else int(str(queue_count)),
+    )
+
+
+def _median_of_best(samples: Sequence[Sample]) -> tuple[float, dict[str, object], int]:
+    """Median per setting (ignoring per-run counts); the best setting's median."""
+    by_setting: dict[tuple[tuple[str, object], ...], list[Sample]] = {}
+    for sample in samples:
+        key = tuple(
+            (k, v) for k, v in sorted(sample.setting.items()) if k not in {"messages", "samples"}
+        )
+        by_setting.setdefault(key, []).append(sample)
+    higher = samples[0].figure in HIGHER_IS_BETTER
+    medians = {key: statistics.median(s.value for s in group) for key, group in by_setting.items()}
+    best = (max if higher else min)(medians, key=lambda key: medians[key])
+    return medians[best], dict(best), len(by_setting[best])
+
+
+def summarise(samples: Sequence[Sample]) -> list[Figure]:
+    """One Figure per (figure, durability, body, queue count), in first-seen order."""
+    groups: dict[tuple[str, str, int, int | None], dict[str, list[Sample]]] = {}
+    for sample in samples:
+        groups.setdefault(_figure_key(sample), {}).setdefault(sample.system, []).append(sample)
+    figures: list[Figure] = []
+    for (name, durability, body, queue_count), by_system in groups.items():
+        unit = next(iter(by_system.values()))[0].unit
+        figure = Figure(name, durability, body, unit, queue_count)
+        for system, system_samples in by_system.items():
+            value, setting, runs = _median_of_best(system_samples)
+            setattr(figure, system, value)
+            setattr(figure, f"{system}_setting", setting)
+            setattr(figure, f"{system}_runs", runs)
+        if figure.raftlog is not None and figure.nats:
+            figure.ratio = figure.raftlog / figure.nats
+        figures.append(figure)
+    return figures
+
+
+def _find(
+    figures: Sequence[Figure], name: str, body: int | None = None, queues: int | None = None
+) -> Figure | None:
+    return next(
+        (
+            f
+            for f in figures
+            if f.figure == name
+            and f.durability == "fsync"
+            and (body is None or f.body_bytes == body)
+            and f.queue_count == queues
+        ),
+        None,
+    )
+
+
+def evaluate_targets(figures: Sequence[Figure]) -> list[dict[str, object]]:
+    """The issue's targets, on the fsync pairing (raftlog's default durability)."""
+    results: list[dict[str, object]] = []
+
+    def check(target: str, measured: float, met: bool, shown: str) -> None:
+        results.append({"target": target, "measured": measured, "shown": shown, "met": met})
+
+    for body in BODY_SIZES_BYTES:
+        produce = _find(figures, "produce", body)
+        if produce is not None and produce.ratio is not None:
+            ratio = produce.ratio
+            check(f"produce {body} B >= 2x NATS", ratio, ratio >= 2.0, f"{ratio:.2f}x")
+        for name, limit_ms in (("latency-p50", 1.0), ("latency-p99", 5.0)):
+            latency = _find(figures, name, body)
+            if latency is not None and latency.raftlog is not None:
+                value = latency.raftlog
+                target = f"sync {name[-3:]} {body} B <= {limit_ms:g} ms"
+                check(target, value, value <= limit_ms, f"{value:.2f} ms")
+    consume = _find(figures, "consume", 1024)
+    if consume is not None and consume.raftlog is not None:
+        value = consume.raftlog
+        check("consume 1 KiB >= 200k msgs/s", value, value >= 200_000, f"{value:,.0f} msgs/s")
+    failover = _find(figures, "failover")
+    if failover is not None and failover.raftlog is not None:
+        value = failover.raftlog
+        check("failover median <= 1 s", value, value <= 1.0, f"{value:.2f} s")
+    scaling = sorted(
+        (f for f in figures if f.figure == "queues" and f.raftlog is not None),
+        key=lambda f: f.queue_count or 0,
+    )
+    if len(scaling) >= 2 and scaling[0].raftlog and scaling[-1].raftlog is not None:
+        ratio = scaling[-1].raftlog / scaling[0].raftlog
+        target = f"{scaling[-1].queue_count:,} queues >= 90% of {scaling[0].queue_count:,} queue"
+        check(target, ratio, ratio >= 0.9, f"{ratio:.1%}")
+    return results
+
+
+def _number(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if unit == "msgs/s" else f"{value:.2f}"
+
+
+def _setting(setting: dict[str, object]) -> str:
+    return " ".join(f"{k} {v}" for k, v in setting.items()) or "-"
+
+
+def render_table(figures: Sequence[Figure], nats_labels: dict[str, str]) -> str:
+    lines = [
+        "| figure | durability: raftlog / NATS | body B | unit | raftlog | NATS "
+        "| raftlog/NATS | raftlog setting | NATS setting |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in figures:
+        name = f.figure
+        if f.queue_count is not None:
+            name = f"produce, {f.queue_count:,} queue{'s' if f.queue_count > 1 else ''}"
+        nats_label = "-" if f.figure == "queues" else nats_labels.get(f.durability, "-")
+        pairing = f"{f.durability} / {nats_label}"
+        ratio = "-" if f.ratio is None else f"{f.ratio:.2f}"
+        lines.append(
+            f"| {name} | {pairing} | {f.body_bytes} | {f.unit} | {_number(f.raftlog, f.unit)} "
+            f"| {_number(f.nats, f.unit)} | {ratio} | {_setting(f.raftlog_setting)} "
+            f"| {_setting(f.nats_setting)} |"
+        )
+    return "\n".join(lines)
+
+
+def render_targets(targets: Sequence[dict[str, object]]) -> str:
+    lines = ["| target (fsync pairing) | measured | status |", "|---|---|---|"]
+    for t in targets:
+        lines.append(f"| {t['target']} | {t['shown']} | {'met' if t['met'] else '**missed**'} |")
+    return "\n".join(lines)
