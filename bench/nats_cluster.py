@@ -21,7 +21,7 @@ import subprocess
 import time
 
 from raftlog.bench.nats_install import NatsBinary
-from raftlog.testing.local_cluster import free_port
+from raftlog.testing.node_probes import free_port
 
 SERVER_NAMES = ("n1", "n2", "n3")
 CLUSTER_NAME = "raftlog-bench"

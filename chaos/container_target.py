@@ -45,7 +45,8 @@ from raftlog.chaos.target import (
 )
 from raftlog.client import Connection
 from raftlog.testing import ClusterError, RaftlogCluster, docker_available
-from raftlog.testing.cluster import DATA_DIR, NODE_PORT, image_present
+from raftlog.testing.cluster import DATA_DIR, NODE_PORT
+from raftlog.testing.docker_objects import image_present
 
 _DIGEST_SCRIPT = (
     f"from raftlog.chaos.target import commitlog_digest; print(*commitlog_digest({DATA_DIR!r}))"

@@ -21,6 +21,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Sequence
 from types import FrameType
 
 from raftlog.node.config import NodeConfig, parse_address
@@ -29,11 +30,13 @@ from raftlog.node.peer.service import RaftPeerService
 from raftlog.node.peer.transport import PeerTransport
 from raftlog.node.replication.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
 from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES
+from raftlog.node.replication.raft_log_storage import RaftLogStorage
 from raftlog.node.replication.raft_write_path import RaftWritePath
-from raftlog.node.replication.replica import Replica, ReplicaSettings, open_replica_storage
+from raftlog.node.replication.replica import Replica, ReplicaSettings
 from raftlog.node.replication.snapshot_install import resume_interrupted_install
 from raftlog.node.server import NodeServer
 from raftlog.node.services.limits import ServiceLimits
+from raftlog.raft.types import ConfState
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_store import MessageStore
 
@@ -53,6 +56,18 @@ def _store_host(address: str) -> tuple[str, int]:
         return socket.gethostbyname(host), port
     except OSError:
         return "127.0.0.1", port
+
+
+def _open_raft_log(store: MessageStore, root_dir: str, voters: Sequence[str]) -> RaftLogStorage:
+    """The Raft log over ``store``'s CommitLog (truncations go through the store, so its
+    ConsumeQueues and index follow)."""
+    return RaftLogStorage(
+        OsFileSystem(),
+        root_dir,
+        store.commit_log,
+        bootstrap=ConfState(voters=tuple(sorted(voters))),
+        truncate_commit_log=store.truncate_after,
+    )
 
 
 class Node:
@@ -76,7 +91,7 @@ class Node:
         try:
             # Local and identical on every replica: the control topic has one queue.
             self.store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
-            self.raft_log = open_replica_storage(self.store, config.store_dir, list(config.peers))
+            self.raft_log = _open_raft_log(self.store, config.store_dir, list(config.peers))
         except BaseException:
             self.store.close()
             raise

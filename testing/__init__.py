@@ -19,11 +19,10 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from raftlog.testing.cluster import (
+    from raftlog.testing.cluster import ClusterError, RaftlogCluster
+    from raftlog.testing.docker_objects import (
         LABEL_OWNER,
         LABEL_RUN,
-        ClusterError,
-        RaftlogCluster,
         docker_available,
         leftovers,
         remove_by_label,
@@ -42,7 +41,11 @@ __all__ = [
 ]
 
 
+_HOME = {"ClusterError": "cluster", "RaftlogCluster": "cluster"}
+
+
 def __getattr__(name: str) -> object:
     if name in __all__:
-        return getattr(importlib.import_module("raftlog.testing.cluster"), name)
+        module = _HOME.get(name, "docker_objects")
+        return getattr(importlib.import_module(f"raftlog.testing.{module}"), name)
     raise AttributeError(f"module 'raftlog.testing' has no attribute {name!r}")

@@ -10,16 +10,17 @@ network disconnect/reconnect. Host clients get a ``Connection`` whose ``address_
 dialled through the map.
 
 Clean-up without Ryuk (it needs a registry pull): every container, the network and every
-volume carry ``raftlog.test.run=<run id>`` and ``raftlog.test.owner=<host>:<pid>``. ``close``
-(and ``__exit__``) removes everything with the run's label; ``start`` first removes what runs
-of dead processes on this host left (``sweep_stale``), never a live run's.
+volume carry the run's labels (docker_objects.py). ``close`` (and ``__exit__``) removes
+everything with the run's label; ``start`` first removes what runs of dead processes on this
+host left (``sweep_stale``), never a live run's.
 """
 
 from __future__ import annotations
 
 import os
 
-# Before testcontainers reads its configuration: its reaper image cannot be pulled offline.
+# Before testcontainers reads its configuration: its reaper image cannot be pulled offline
+# (docker_objects.py also turns it off in testcontainers' own settings).
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 import contextlib
@@ -31,9 +32,7 @@ from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
-from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
-from testcontainers.core.docker_client import DockerClient
 from testcontainers.core.network import Network
 from testcontainers.core.wait_strategies import HealthcheckWaitStrategy
 
@@ -45,11 +44,15 @@ from raftlog.client import (
     Producer,
     RaftlogError,
 )
+from raftlog.testing.docker_objects import (  # first: it configures testcontainers
+    LABEL_OWNER,
+    LABEL_RUN,
+    docker_client,
+    owner,
+    remove_by_label,
+    sweep_stale,
+)
 
-testcontainers_config.ryuk_disabled = True
-
-LABEL_RUN = "raftlog.test.run"
-LABEL_OWNER = "raftlog.test.owner"
 DEFAULT_IMAGE = "raftlog:dev"
 NODE_PORT = 7701
 DATA_DIR = "/data"
@@ -57,98 +60,6 @@ DATA_DIR = "/data"
 
 class ClusterError(RuntimeError):
     """The cluster did not reach the state asked for in time (the message says which)."""
-
-
-def _docker() -> Any:
-    """The docker SDK client testcontainers uses (untyped)."""
-    return DockerClient().client
-
-
-def docker_available() -> str | None:
-    """None when a Docker engine answers; otherwise why not (for a skip reason)."""
-    try:
-        _docker().ping()
-    except Exception as error:  # any failure to reach the engine is a reason to skip
-        return f"no Docker engine answers ({type(error).__name__}: {error})"
-    return None
-
-
-def image_present(image: str) -> bool:
-    """Whether Docker has ``image`` locally (nothing is pulled)."""
-    try:
-        _docker().images.get(image)
-    except Exception:  # ImageNotFound, or no engine: either way it cannot be used
-        return False
-    return True
-
-
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _filters(run_id: str | None) -> dict[str, str]:
-    return {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
-
-
-def remove_by_label(run_id: str) -> None:
-    """Remove the containers, networks and volumes labelled ``raftlog.test.run=<run_id>``."""
-    client = _docker()
-    filters = _filters(run_id)
-    for container in client.containers.list(all=True, filters=filters):
-        with contextlib.suppress(Exception):
-            container.remove(force=True, v=True)
-    for network in client.networks.list(filters=filters):
-        with contextlib.suppress(Exception):
-            network.reload()
-            for attached in network.containers:
-                network.disconnect(attached, force=True)
-            network.remove()
-    for volume in client.volumes.list(filters=filters):
-        with contextlib.suppress(Exception):
-            volume.remove(force=True)
-
-
-def leftovers(run_id: str | None = None) -> list[str]:
-    """What is still there with the run's label (any run's when ``run_id`` is None):
-    ``"container <name>"``, ``"network <name>"``, ``"volume <name>"``."""
-    client = _docker()
-    filters = _filters(run_id)
-    found = [f"container {c.name}" for c in client.containers.list(all=True, filters=filters)]
-    found += [f"network {n.name}" for n in client.networks.list(filters=filters)]
-    found += [f"volume {v.name}" for v in client.volumes.list(filters=filters)]
-    return found
-
-
-def sweep_stale() -> list[str]:
-    """Remove what earlier runs on this host left whose process is gone; returns their run
-    ids. Runs of live processes (another test session right now) are left alone."""
-    client = _docker()
-    host = socket.gethostname()
-    stale: set[str] = set()
-    objects = [
-        *client.containers.list(all=True, filters=_filters(None)),
-        *client.networks.list(filters=_filters(None)),
-        *client.volumes.list(filters=_filters(None)),
-    ]
-    for obj in objects:
-        labels = (obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels")) or {}
-        run_id = labels.get(LABEL_RUN)
-        owner_host, _, pid = str(labels.get(LABEL_OWNER, "")).rpartition(":")
-        if run_id and owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
-            stale.add(run_id)
-    for run_id in sorted(stale):
-        remove_by_label(run_id)
-    return sorted(stale)
 
 
 def _free_port(host: str) -> int:
@@ -215,7 +126,7 @@ class RaftlogCluster:
     @property
     def labels(self) -> dict[str, str]:
         """The labels on everything this cluster creates."""
-        return {LABEL_RUN: self.run_id, LABEL_OWNER: _owner()}
+        return {LABEL_RUN: self.run_id, LABEL_OWNER: owner()}
 
     def start(self) -> RaftlogCluster:
         """Create the network, volumes and containers, and wait for every node to be healthy
@@ -229,7 +140,7 @@ class RaftlogCluster:
         return self
 
     def _start(self) -> None:
-        client = _docker()
+        client = docker_client()
         client.images.get(self.image)  # fails at once, without a pull, when it is missing
         self._network = Network(
             docker_network_kw={"labels": self.labels, "driver": "bridge"}
@@ -408,13 +319,13 @@ class RaftlogCluster:
     def disconnect(self, node_id: str) -> None:
         """Take the node off the cluster's network (peers fail fast: its name stops resolving)."""
         assert self._network is not None
-        _docker().networks.get(self._network.name).disconnect(self.nodes[node_id].docker.id)
+        docker_client().networks.get(self._network.name).disconnect(self.nodes[node_id].docker.id)
         self._disconnected.add(node_id)
 
     def reconnect(self, node_id: str) -> None:
         """Put it back on the network, with its alias (its IP address may change)."""
         assert self._network is not None
-        _docker().networks.get(self._network.name).connect(
+        docker_client().networks.get(self._network.name).connect(
             self.nodes[node_id].docker.id, aliases=[node_id]
         )
         self._disconnected.discard(node_id)

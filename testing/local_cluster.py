@@ -20,24 +20,25 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-from raftlog.client.admin import Admin
-from raftlog.client.errors import RaftlogError
+from raftlog.testing.node_probes import (
+    HOST,
+    alive,
+    cmdline,
+    free_port,
+    health,
+    leader_address,
+    port_in_use,
+)
 
 CLUSTER_FILE = "cluster.json"
 LOG_FILE = "node.log"
-HOST = "127.0.0.1"
 DEFAULT_BASE_PORT = 7701
 _POLL_INTERVAL_S = 0.1
 
@@ -61,40 +62,11 @@ class LocalNode:
         return f"{HOST}:{self.port}"
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
-def _port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.settimeout(0.2)
-        return probe.connect_ex((HOST, port)) == 0
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return ""
-    return raw.replace(b"\0", b" ").decode(errors="replace")
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as gone)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
-
-
 class LocalCluster:
     """Start, stop, kill and restart a local cluster of ``node_count`` node processes.
 
-    ``base_port`` 0 picks free ports; otherwise node i listens on ``base_port + i``.
+    ``base_port`` 0 picks free ports; otherwise n1 listens on ``base_port`` and nK on
+    ``base_port + K - 1``.
     ``durability`` is passed to every node ("fsync" or "write"); ``extra_args`` are appended
     to every node's command line (e.g. ``("--tick-ms", "20")``). ``peer_overrides`` (node id
     -> that node's own peers map) replaces ``peers_flag`` for the nodes it names: the chaos
@@ -227,10 +199,10 @@ class LocalCluster:
 
     def _ours(self, node: LocalNode) -> bool:
         """The recorded PID still runs our node (not a recycled PID)."""
-        if node.pid is None or not _alive(node.pid):
+        if node.pid is None or not alive(node.pid):
             return False
-        cmdline = _cmdline(node.pid)
-        return "raftlog" in cmdline and f"--node-id {node.node_id}" in cmdline
+        command = cmdline(node.pid)
+        return "raftlog" in command and f"--node-id {node.node_id}" in command
 
     def running(self, node_id: str) -> bool:
         """True while ``node_id``'s recorded process runs."""
@@ -240,7 +212,7 @@ class LocalCluster:
         node = self.nodes[node_id]
         if self._ours(node):
             raise ClusterError(f"{node_id} is already running (pid {node.pid})")
-        if _port_in_use(node.port):
+        if port_in_use(node.port):
             raise ClusterError(
                 f"port {node.port} for {node_id} is already in use; stop what uses it or "
                 "choose another base port"
@@ -342,31 +314,15 @@ class LocalCluster:
         raise ClusterError(f"cluster not ready after {timeout_s:.0f} s ({problem})")
 
     def health(self, node_id: str, timeout_s: float = 1.0) -> str:
-        """The node's gRPC health status name ("SERVING", "NOT_SERVING", ...) or
-        "UNREACHABLE"."""
-        address = self.nodes[node_id].address
-        try:
-            with grpc.insecure_channel(address) as channel:
-                stub = health_pb2_grpc.HealthStub(channel)
-                response = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout_s)
-        except grpc.RpcError:
-            return "UNREACHABLE"
-        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(response.status))
+        """The node's gRPC health status name ("SERVING", ...) or "UNREACHABLE"."""
+        return health(self.nodes[node_id].address, timeout_s)
 
     def leader_address(
         self, timeout_s: float = 1.0, node_ids: Sequence[str] | None = None
     ) -> str | None:
         """The leader's address as the first answering node reports it, or None."""
-        for node_id in node_ids if node_ids is not None else list(self.nodes):
-            address = self.nodes[node_id].address
-            try:
-                with Admin([address], timeout_s=timeout_s) as admin:
-                    status = admin.cluster_status(address=address)
-            except RaftlogError:
-                continue
-            if status.leader_address:
-                return status.leader_address
-        return None
+        wanted = node_ids if node_ids is not None else list(self.nodes)
+        return leader_address([self.nodes[n].address for n in wanted], timeout_s)
 
     def _signal(self, node: LocalNode, signum: int) -> bool:
         if not self._ours(node):
@@ -433,19 +389,6 @@ class LocalCluster:
         self.stop_node(node_id)
         self._spawn(node_id)
         self.wait_ready(wait_timeout_s, node_ids=[node_id])
-
-    def status(self) -> list[dict[str, object]]:
-        """Per node: id, address, pid, whether it runs and its health."""
-        return [
-            {
-                "node_id": n.node_id,
-                "address": n.address,
-                "pid": n.pid,
-                "running": self._ours(n),
-                "health": self.health(n.node_id, timeout_s=0.5) if self._ours(n) else "DOWN",
-            }
-            for n in self.nodes.values()
-        ]
 
     def __enter__(self) -> LocalCluster:
         return self

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from raftlog.testing.cluster import DEFAULT_IMAGE, RaftlogCluster, docker_available
+from raftlog.testing.cluster import DEFAULT_IMAGE, RaftlogCluster
+from raftlog.testing.docker_objects import docker_available
 
 
 @pytest.fixture(scope="session")

@@ -45,7 +45,7 @@ from raftlog.node.replication.snapshot_transfer import SnapshotTransfers
 from raftlog.node.write_path import ClusterView
 from raftlog.raft.config import Config
 from raftlog.raft.raw_node import RawNode
-from raftlog.raft.types import ConfState, Entry, Message, MessageType, Ready, Role
+from raftlog.raft.types import Entry, Message, MessageType, Ready, Role
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_store import MessageStore
 
@@ -387,18 +387,4 @@ class Replica:
         )
 
 
-def open_replica_storage(
-    store: MessageStore, root_dir: str, voters: Sequence[str]
-) -> RaftLogStorage:
-    """The Raft log over ``store``'s CommitLog (truncations go through the store, so its
-    ConsumeQueues and index follow)."""
-    return RaftLogStorage(
-        OsFileSystem(),
-        root_dir,
-        store.commit_log,
-        bootstrap=ConfState(voters=tuple(sorted(voters))),
-        truncate_commit_log=store.truncate_after,
-    )
-
-
-__all__ = ["Replica", "ReplicaSettings", "open_replica_storage"]
+__all__ = ["Replica", "ReplicaSettings"]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from raftlog.testing import RaftlogCluster, docker_available, leftovers, remove_by_label
-from raftlog.testing.cluster import image_present
+from raftlog.testing.docker_objects import image_present
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("RAFTLOG_TEST_IMAGE", "raftlog:dev")
