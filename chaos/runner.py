@@ -26,6 +26,7 @@ from typing import Any
 
 from raftlog.chaos.checker import Report, check
 from raftlog.chaos.history import Recorder, ReplicaSnapshot, dumps_replicas, read_history
+from raftlog.chaos.local_target import LocalTarget
 from raftlog.chaos.nemesis import (
     LATENCY_LEADER,
     PARTITION_KINDS,
@@ -35,7 +36,7 @@ from raftlog.chaos.nemesis import (
     fault_kinds,
     plan,
 )
-from raftlog.chaos.target import LocalTarget, Target, TargetError, wait_converged
+from raftlog.chaos.target import Target, TargetError, wait_converged
 from raftlog.chaos.workload import Workload, WorkloadConfig, observe_leaders_once
 from raftlog.client import Admin, RaftlogError
 

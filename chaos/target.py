@@ -1,32 +1,24 @@
-"""What the nemesis and the workload act on: a :class:`Target` cluster, and
-:class:`LocalTarget`, a cluster of real node processes on 127.0.0.1 (LocalCluster).
+"""What the nemesis and the workload act on: the :class:`Target` protocol, and what every
+target shares (partition links, status views, reading replicas, waiting for convergence).
+chaos/local_target.py implements it over real node processes on 127.0.0.1 (LocalCluster),
+chaos/container_target.py over Docker.
 
 A target names its nodes, gives the client addresses, injects process faults (``kill`` =
 SIGKILL, ``restart``, ``pause`` = SIGSTOP, ``resume`` = SIGCONT) and, when
 ``supports_partitions`` is True, network faults between nodes (``block`` directed links, computed
 for a partition into groups by :func:`partition_links`; ``heal``). At the end it reads every replica
 (:meth:`Target.read_replica`: whole queues from their first offset, and the digest of the
-committed CommitLog bytes). chaos/container_target.py implements the same protocol over Docker.
+committed CommitLog bytes).
 
-Rules this module keeps:
-- Only processes the target started are signalled, by PID, and only while LocalCluster
-  still recognises the PID as our node (a recycled PID is never touched).
-- ``close`` always heals, resumes every paused node (a stopped process would ignore SIGTERM)
-  and stops the cluster; it is safe to call twice.
-- Every wait and read loop is bounded in time and in iterations.
-- Servers listen on 127.0.0.1 only (LocalCluster's rule).
-
-Import contract: chaos may not import raftlog.node; this module alone is allowed to import
-raftlog.testing.local_cluster (pyproject.toml says why), because the local target IS that
-cluster.
+Rules this module keeps: every wait and read loop is bounded in time and in iterations; a
+target's ``close`` always heals, resumes every paused node and stops the cluster, and is safe
+to call twice.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import signal
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -36,10 +28,8 @@ from typing import Any, Protocol
 import grpc
 
 from raftlog.chaos.history import Entry, QueueKey, ReplicaSnapshot
-from raftlog.chaos.link_proxy import ProxyMesh
 from raftlog.client import Admin, ClusterStatus, Connection, RaftlogError
 from raftlog.proto import client_pb2, client_pb2_grpc
-from raftlog.testing.local_cluster import LocalCluster
 
 # (from node, to node): traffic from the first to the second.
 Link = tuple[str, str]
@@ -236,157 +226,6 @@ def commitlog_digest(data_dir: str | Path) -> tuple[str, int]:
         digest.update(data)
         total_bytes += len(data)
     return digest.hexdigest(), total_bytes
-
-
-class LocalTarget:
-    """A LocalCluster of ``node_count`` node processes under ``base_dir`` (free ports).
-
-    ``extra_args`` go to every node's command line. With ``partitions``, every node reaches
-    every other through a userspace link proxy (chaos/link_proxy.py: one per directed pair),
-    so links can be dropped or blackholed; clients still use the real addresses (though a
-    leader hint from a follower names that follower's proxy to the leader, so a redirected
-    client shares that link's fate).
-    """
-
-    name = "local"
-
-    def __init__(
-        self,
-        base_dir: str | Path,
-        node_count: int = 3,
-        *,
-        durability: str = "fsync",
-        extra_args: Sequence[str] = (),
-        start_timeout_s: float = 60.0,
-        partitions: bool = False,
-    ) -> None:
-        self.cluster = LocalCluster(
-            str(base_dir),
-            node_count,
-            base_port=0,
-            durability=durability,
-            extra_args=extra_args,
-        )
-        self.start_timeout_s = start_timeout_s
-        self.supports_partitions = self.supports_latency = partitions
-        self.mesh: ProxyMesh | None = None
-        if partitions:
-            self.mesh = ProxyMesh({n: node.address for n, node in self.cluster.nodes.items()})
-            self.cluster.peer_overrides = {n: self.mesh.peers_for(n) for n in self.cluster.nodes}
-        self._paused: set[str] = set()
-        self._closed = False
-
-    # -- membership ------------------------------------------------------------------------
-
-    def node_ids(self) -> list[str]:
-        return list(self.cluster.nodes)
-
-    def connect(self) -> Connection:
-        return Connection(self.cluster.addresses)
-
-    def address_of(self, node_id: str) -> str:
-        """The node's real client address."""
-        return self.cluster.nodes[node_id].address
-
-    def pid_of(self, node_id: str) -> int | None:
-        """The node's process id while the process we started runs, else None."""
-        node = self.cluster.nodes[node_id]
-        return node.pid if self.cluster.running(node_id) else None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> None:
-        self.cluster.start(self.start_timeout_s)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        release_faults(self, self._paused)
-        try:
-            self.cluster.stop(timeout_s=10.0)
-        finally:
-            if self.mesh is not None:
-                self.mesh.close()
-
-    # -- process faults --------------------------------------------------------------------
-
-    def kill(self, node_id: str) -> None:
-        if self.pid_of(node_id) is None:
-            raise TargetError(f"{node_id} is not running")
-        self.cluster.kill(node_id)
-        self._paused.discard(node_id)
-
-    def restart(self, node_id: str) -> None:
-        if node_id in self._paused:
-            self.resume(node_id)  # a stopped process would not see the SIGTERM
-        try:
-            self.cluster.restart(node_id, wait_timeout_s=self.start_timeout_s)
-        except Exception as error:  # ClusterError and OSError: report, don't crash the run
-            raise TargetError(f"restart of {node_id} failed: {error}") from error
-
-    def _send_signal(self, node_id: str, signum: signal.Signals) -> None:
-        pid = self.pid_of(node_id)
-        if pid is None:
-            raise TargetError(f"{node_id} is not running (no process of ours to signal)")
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError as error:
-            raise TargetError(f"{node_id} (pid {pid}) exited") from error
-
-    def pause(self, node_id: str) -> None:
-        self._send_signal(node_id, signal.SIGSTOP)
-        self._paused.add(node_id)
-
-    def resume(self, node_id: str) -> None:
-        self._paused.discard(node_id)
-        self._send_signal(node_id, signal.SIGCONT)
-
-    # -- network faults --------------------------------------------------------------------
-
-    def block(self, links: Collection[Link], *, silent: bool = False) -> None:
-        self._links_of_mesh(links).block(links, "blackhole" if silent else "drop")
-
-    def delay(self, links: Collection[Link], delay_ms: int) -> None:
-        try:
-            self._links_of_mesh(links).block(links, "delay", delay_ms)
-        except ValueError as error:
-            raise TargetError(str(error)) from error
-
-    def _links_of_mesh(self, links: Collection[Link]) -> ProxyMesh:
-        if self.mesh is None:
-            raise TargetError("this local target was started without link proxies")
-        unknown = [link for link in links if link not in self.mesh.links]
-        if unknown:
-            raise TargetError(f"no such link: {unknown[0][0]} -> {unknown[0][1]}")
-        return self.mesh
-
-    def heal(self) -> None:
-        if self.mesh is not None:
-            self.mesh.heal()
-
-    # -- observation -----------------------------------------------------------------------
-
-    def status(self, node_id: str) -> NodeView | None:
-        if node_id in self._paused or self.pid_of(node_id) is None:
-            return None  # don't wait out a timeout on a node we know cannot answer
-        view = node_status(self.address_of(node_id))
-        # A pinned call can still be answered by another member when this one is down.
-        return view if view is not None and view.node_id == node_id else None
-
-    def read_replica(self, node_id: str, topic: str) -> ReplicaSnapshot:
-        try:
-            queues = read_queues(self.address_of(node_id), topic)
-            digest, size_bytes = commitlog_digest(self.cluster.nodes[node_id].data_dir)
-        except (grpc.RpcError, OSError):
-            return ReplicaSnapshot(node_id=node_id)  # unreadable: left out of comparisons
-        return ReplicaSnapshot(
-            node_id=node_id, queues=queues, commitlog_digest=digest, commitlog_bytes=size_bytes
-        )
-
-    def log_tail(self, node_id: str) -> str:
-        """The end of the node's log, for error messages."""
-        return self.cluster.log_tail(node_id)
 
 
 def wait_converged(target: Target, timeout_s: float, interval_s: float = 0.2) -> NodeView | None:

@@ -52,7 +52,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Validate the configuration, then serve."""
-    from raftlog.node.config import FIELD_NAMES, load_config
+    from raftlog.node.config_sources import FIELD_NAMES, load_config
 
     overrides = {name: getattr(args, name) for name in FIELD_NAMES}
     config = load_config(args.config, os.environ, overrides)

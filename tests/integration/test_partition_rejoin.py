@@ -17,7 +17,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from raftlog.chaos.target import LocalTarget, leader_of, partition_links, wait_converged
+from raftlog.chaos.local_target import LocalTarget
+from raftlog.chaos.target import leader_of, partition_links, wait_converged
 from raftlog.client import Admin, Producer
 from raftlog.proto import client_pb2, client_pb2_grpc
 

@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from raftlog.node.config import (
-    FIELD_NAMES,
-    ConfigError,
-    NodeConfig,
-    env_var,
-    load_config,
-    parse_address,
-    parse_peers,
-)
+from raftlog.node.config import ConfigError, NodeConfig, parse_address, parse_peers
+from raftlog.node.config_sources import FIELD_NAMES, env_var, load_config
 from raftlog.store.config import FlushMode
 
 PEERS = {"n1": "127.0.0.1:7701", "n2": "127.0.0.1:7702", "n3": "127.0.0.1:7703"}
