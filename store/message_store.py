@@ -1,4 +1,7 @@
-"""MessageStore: the single-node storage engine behind one facade.
+"""MessageStore: the single-node storage engine behind one facade. The writes are
+message_writer.py's (encode, check, stamp, append), the reads message_reader.py's (pulls,
+lookups by key, time and message id); the facade owns the files, the locks, recovery,
+dispatch, durability and retention, and hands each call to the half it belongs to.
 
 ``MessageStore.open`` takes the directory lock (a second process is refused), notes whether the
 last stop was clean (abort marker), recovers the CommitLog (a torn tail is truncated), cuts
@@ -47,9 +50,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Callable, Sequence
 
 from raftlog.store.checkpoint import (
     Checkpoint,
@@ -61,7 +62,6 @@ from raftlog.store.commit_log import CommitLog, Envelope
 from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.consume_queue import (
     ConsumeQueue,
-    ConsumeQueueUnit,
     FileHandleCache,
     WriteBehind,
     list_queues,
@@ -70,48 +70,29 @@ from raftlog.store.consumer_offsets import ConsumerOffsets
 from raftlog.store.dispatcher import Dispatcher
 from raftlog.store.errors import (
     BodyTooLargeError,
-    CorruptRecordError,
     DiskFullError,
-    InvalidArgumentError,
-    InvalidMessageIdError,
-    InvalidOffsetError,
-    InvalidQueueIdError,
-    PropertiesTooLargeError,
     StoreClosedError,
 )
 from raftlog.store.filesystem import FileSystem, OsFileSystem
 from raftlog.store.flusher import GroupCommitFlusher, PeriodicFlusher
-from raftlog.store.hashing import key_hash, tag_hash
 from raftlog.store.index_file import IndexService
-from raftlog.store.message_id import decode_message_id, message_id_encoder
+from raftlog.store.message import BlockEntry, DispatchHint, Message, PutResult
+from raftlog.store.message_reader import (
+    MAX_UNITS_SCANNED_PER_GET,
+    GetResult,
+    MessageReader,
+    RecordBytes,
+)
+from raftlog.store.message_writer import MessageWriter
 from raftlog.store.record import (
-    KEY_SEPARATOR,
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_KEYS,
-    PROPERTY_SEPARATOR,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
     MessageRecord,
-    encode_unstamped_record,
-    pack_address,
-    pack_host,
-    patch_record,
-    read_dispatch_info,
-    read_store_timestamp_ms,
-    split_keys,
-    store_host_matches,
-    verify_block,
 )
 from raftlog.store.retention import Retention, RetentionReport
 from raftlog.store.store_lock import AbortMarker, StoreLock
 from raftlog.store.topic_config import TopicConfig, TopicTable
 from raftlog.store.validation import (
     Limits,
-    check_message_fields,
     validate_body,
-    validate_properties,
-    validate_sizes,
-    validate_topic,
 )
 
 DEFAULT_STORE_HOST = ("127.0.0.1", 10911)
@@ -121,86 +102,6 @@ DEFAULT_HOUSEKEEPING_INTERVAL_MS = 1000
 # ConsumeQueue units buffered in memory (20 bytes each) before they are written out.
 MAX_BUFFERED_CONSUME_QUEUE_UNITS = 200_000
 COMMIT_LOG_DIR = "commitlog"
-# A tag-filtered read inspects at most this many units before returning what it found.
-_MAX_UNITS_SCANNED_PER_GET = 16384
-_UNITS_READ_PER_CHUNK = 1024
-_RESERVED_PROPERTY_KEYS = frozenset((PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY))
-_ALL_TAGS = "*"
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One message to write. ``keys`` and ``uniq_key`` (the producer's unique id) are indexed
-    for lookup by key; ``tags`` is filtered on by ``get_messages``."""
-
-    topic: str
-    queue_id: int
-    body: bytes
-    tags: str = ""
-    keys: tuple[str, ...] = ()
-    uniq_key: str = ""
-    properties: tuple[tuple[str, str], ...] = ()
-    flag: int = 0
-    born_timestamp_ms: int | None = None
-    born_host: tuple[str, int] = ("127.0.0.1", 0)
-    sys_flag: int = 0
-    reconsume_times: int = 0
-    prepared_transaction_offset: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class PutResult:
-    queue_offset: int
-    physical_offset: int
-    msg_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class GetResult:
-    """Messages read from one queue; iterate it for the records. ``next_queue_offset`` is where
-    the next read continues (past messages the tag filter skipped)."""
-
-    messages: list[MessageRecord]
-    next_queue_offset: int
-    min_queue_offset: int
-    max_queue_offset: int
-
-    def __iter__(self) -> Iterator[MessageRecord]:
-        return iter(self.messages)
-
-    def __len__(self) -> int:
-        return len(self.messages)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordBytes:
-    """Records read from one queue as stored (``get_record_bytes``): ``records`` holds
-    ``count`` records back to back in queue-offset order; the offsets are ``GetResult``'s."""
-
-    records: bytes
-    count: int
-    next_queue_offset: int
-    min_queue_offset: int
-    max_queue_offset: int
-
-
-# What one chunk of a queue read yields per chosen unit: a decoded record or its bytes.
-_Item = TypeVar("_Item", MessageRecord, memoryview)
-_Result = TypeVar("_Result")
-
-
-def _record_tags(record: MessageRecord) -> str:
-    return record.tags
-
-
-def _record_bytes_tags(record: memoryview) -> str:
-    return read_dispatch_info(record).tags
-
-
-# One record of a block to append: its topic/queue and its size in bytes.
-BlockEntry = tuple[tuple[str, int], int]
-# What the write path knows for dispatch of one record: its tag hash and key hashes.
-_DispatchHint = tuple[int, tuple[int, ...]]
 
 
 class MessageStore:
@@ -222,12 +123,8 @@ class MessageStore:
         self._config = config
         self._fs = fs
         self._now_ms = now_ms
-        self._store_host = store_host
         self._dispatch_bound = dispatch_bound
         self._sync_flush_timeout_s = sync_flush_timeout_s
-        self._message_id_of = message_id_encoder(store_host)
-        self._store_address = pack_address(store_host[0])
-        self._packed_store_host = pack_host(store_host)
         self._write_lock = threading.Lock()
         self._dispatch_lock = threading.Lock()
         self._queues_lock = threading.Lock()
@@ -251,11 +148,11 @@ class MessageStore:
             self._handles = FileHandleCache(fs, max_open_queue_files)
             self._write_behind = WriteBehind(MAX_BUFFERED_CONSUME_QUEUE_UNITS)
             self._queues: dict[tuple[str, int], ConsumeQueue] = {}
-            self._next_queue_offsets: dict[tuple[str, int], int] = {}
             self._index = IndexService(
                 fs, self._handles, root, config.index_slot_count, config.index_entry_count, now_ms
             )
             self._topics = TopicTable(fs, root, config.limits)
+            self._writer, self._reader = self._halves(config, store_host, now_ms)
             self._consumer_offsets = ConsumerOffsets(fs, root)
             self._dispatcher = Dispatcher(
                 self._commit_log,
@@ -267,22 +164,51 @@ class MessageStore:
                 fs, config, self._commit_log, self._all_consume_queues, self._index, now_ms
             )
             self.dispatch()
-            self._reload_next_queue_offsets()
-            self._group_flusher: GroupCommitFlusher | None = None
-            self._periodic_flusher: PeriodicFlusher | None = None
-            if config.flush_mode is FlushMode.SYNC_FLUSH:
-                self._group_flusher = GroupCommitFlusher(self._commit_log)
-                self._group_flusher.start()
-            else:
-                self._periodic_flusher = PeriodicFlusher(self._commit_log, config.flush_interval_ms)
-                self._periodic_flusher.start()
-            self._housekeeper: _Housekeeper | None = None
-            if housekeeping_interval_ms is not None:
-                self._housekeeper = _Housekeeper(self._housekeep, housekeeping_interval_ms)
-                self._housekeeper.start()
+            self._writer.reload_next_queue_offsets(self._dispatcher.dispatched_physical_offset)
+            self._start_background(housekeeping_interval_ms)
         except BaseException:
             self._store_lock.release()
             raise
+
+    def _halves(
+        self, config: StoreConfig, store_host: tuple[str, int], now_ms: Callable[[], int]
+    ) -> tuple[MessageWriter, MessageReader]:
+        """The write and read halves, over this store's CommitLog, topics and queues."""
+        writer = MessageWriter(
+            limits=config.limits,
+            topics=self._topics,
+            commit_log=self._commit_log,
+            dispatcher=lambda: self._dispatcher,
+            consume_queue=self._consume_queue,
+            store_host=store_host,
+            now_ms=now_ms,
+        )
+        reader = MessageReader(
+            topics=self._topics,
+            commit_log=self._commit_log,
+            index=self._index,
+            dispatcher=lambda: self._dispatcher,
+            consume_queue=self._consume_queue,
+            now_ms=now_ms,
+        )
+        return writer, reader
+
+    def _start_background(self, housekeeping_interval_ms: int | None) -> None:
+        """The flusher of the configured flush mode, and the housekeeper when asked for."""
+        self._group_flusher: GroupCommitFlusher | None = None
+        self._periodic_flusher: PeriodicFlusher | None = None
+        if self._config.flush_mode is FlushMode.SYNC_FLUSH:
+            self._group_flusher = GroupCommitFlusher(self._commit_log)
+            self._group_flusher.start()
+        else:
+            self._periodic_flusher = PeriodicFlusher(
+                self._commit_log, self._config.flush_interval_ms
+            )
+            self._periodic_flusher.start()
+        self._housekeeper: _Housekeeper | None = None
+        if housekeeping_interval_ms is not None:
+            self._housekeeper = _Housekeeper(self._housekeep, housekeeping_interval_ms)
+            self._housekeeper.start()
 
     @classmethod
     def open(
@@ -344,16 +270,7 @@ class MessageStore:
         CommitLog other than through ``put_messages`` (a Raft follower that becomes leader
         wrote its leader's bytes), before the next ``put_messages``."""
         with self._write_lock:
-            self._reload_next_queue_offsets()
-
-    def _reload_next_queue_offsets(self) -> None:
-        """``reload_next_queue_offsets`` for a caller holding the write lock (or opening)."""
-        self._next_queue_offsets.clear()
-        for _, view in self._commit_log.scan(
-            self._dispatcher.dispatched_physical_offset, self._commit_log.max_offset
-        ):
-            info = read_dispatch_info(view, 0)
-            self._next_queue_offsets[(info.topic, info.queue_id)] = info.queue_offset + 1
+            self._writer.reload_next_queue_offsets(self._dispatcher.dispatched_physical_offset)
 
     # ------------------------------------------------------------------ topics, offsets
 
@@ -374,7 +291,7 @@ class MessageStore:
         self, group: str, topic: str, queue_id: int, queue_offset: int
     ) -> None:
         """Durably record ``queue_offset`` as the next one ``group`` consumes."""
-        self._check_queue(topic, queue_id)
+        self._reader.check_queue(topic, queue_id)
         self._consumer_offsets.commit(group, topic, queue_id, queue_offset)
         self._consumer_offsets.persist()
 
@@ -390,8 +307,8 @@ class MessageStore:
         """Validate, write and (under SYNC_FLUSH) fsync a batch; returns one result per
         message, in order."""
         self.check_writable()
-        hints: list[_DispatchHint] = []
-        records, entries = self._encode(messages, hints)
+        hints: list[DispatchHint] = []
+        records, entries = self._writer.encode(messages, hints)
         return self._write(bytearray().join(records), entries, hints)
 
     def put_encoded(self, block: bytes | bytearray) -> list[PutResult]:
@@ -403,68 +320,21 @@ class MessageStore:
         store host and the rest are kept as encoded."""
         self.check_writable()
         validate_body(block, "a block of encoded records")
-        hints: list[_DispatchHint] = []
-        entries = self._check_encoded(block, hints)
+        hints: list[DispatchHint] = []
+        entries = self._writer.check_encoded(block, hints)
         return self._write(bytearray(block), entries, hints, stamp_store_host=True)
 
     def encode_messages(self, messages: Sequence[Message]) -> tuple[bytearray, list[BlockEntry]]:
         """Validate and encode a batch without writing it: the unstamped block and one
         ``((topic, queue_id), size_bytes)`` per record. A replicated writer (the Raft leader)
         stamps it with ``stamp_block`` once it knows where the block will lie."""
-        records, entries = self._encode(messages)
+        records, entries = self._writer.encode(messages)
         return bytearray().join(records), entries
 
     def check_encoded(self, block: bytes | bytearray) -> list[BlockEntry]:
         """Verify and validate a producer-encoded block (see ``put_encoded``) without writing
         it; one ``((topic, queue_id), size_bytes)`` per record."""
-        return self._check_encoded(block, None)
-
-    def _check_encoded(
-        self, block: bytes | bytearray, hints: list[_DispatchHint] | None
-    ) -> list[BlockEntry]:
-        """``check_encoded``, also filling ``hints`` (when given) with each record's."""
-        limits = self._config.limits
-        queue_counts: dict[str, int] = {}
-        entries: list[BlockEntry] = []
-        position = 0
-        for index, record in enumerate(verify_block(block)):
-            for name, value in (
-                ("queue id", record.queue_id),
-                ("born timestamp", record.born_timestamp_ms),
-                ("reconsume times", record.reconsume_times),
-            ):
-                if value < 0:
-                    raise CorruptRecordError(f"record {index}: {name} {value} is negative")
-            if not store_host_matches(block, position, self._packed_store_host):
-                raise CorruptRecordError(
-                    f"record {index}: its store host is not of this node's address family; "
-                    "send zeros in the IPv4 layout (0.0.0.0:0)"
-                )
-            position += record.size
-            topic = record.topic
-            queue_count = queue_counts.get(topic)
-            if queue_count is None:
-                validate_topic(topic, limits)
-                queue_count = queue_counts[topic] = self._topics.describe(topic).queue_count
-            validate_sizes(
-                topic,
-                record.queue_id,
-                queue_count,
-                record.body_bytes,
-                record.properties_bytes,
-                limits,
-            )
-            reserved = [name for name, _ in record.properties if name in _RESERVED_PROPERTY_KEYS]
-            if len(reserved) != len(set(reserved)):
-                # Dispatch would index one value and readers re-check another.
-                raise PropertiesTooLargeError(
-                    f"record {index}: properties {sorted(reserved)} name TAGS, KEYS or UNIQ_KEY "
-                    "more than once"
-                )
-            entries.append(((topic, record.queue_id), record.size))
-            if hints is not None:
-                hints.append(_hint_of_properties(topic, record.properties))
-        return entries
+        return self._writer.check_encoded(block, None)
 
     def stamp_block(
         self,
@@ -482,10 +352,10 @@ class MessageStore:
         block, ``check_encoded``). The assigned queue offsets count as used from now on (the
         next stamp continues after them) until ``reload_next_queue_offsets``."""
         with self._write_lock:
-            results, assigned = self._stamp(
+            results, assigned = self._writer.stamp(
                 block, entries, 0, first_physical_offset, store_timestamp_ms, stamp_store_host
             )
-            self._next_queue_offsets.update(assigned)
+            self._writer.commit_queue_offsets(assigned)
             return results
 
     def check_writable(self) -> None:
@@ -503,7 +373,7 @@ class MessageStore:
         self,
         block: bytearray,
         entries: list[BlockEntry],
-        hints: list[_DispatchHint],
+        hints: list[DispatchHint],
         *,
         stamp_store_host: bool = False,
     ) -> list[PutResult]:
@@ -520,7 +390,7 @@ class MessageStore:
         with self._write_lock:
             if self._closed:
                 raise StoreClosedError("the store is closed")
-            results = self._append(block, entries, hints, stamp_store_host)
+            results = self._writer.append(block, entries, hints, stamp_store_host)
         end = results[-1].physical_offset + entries[-1][1]
         if self._group_flusher is not None:
             self._group_flusher.wait_flushed(end, self._sync_flush_timeout_s)
@@ -528,171 +398,6 @@ class MessageStore:
         else:
             self.dispatch()
         return results
-
-    def _encode(
-        self, messages: Sequence[Message], hints: list[_DispatchHint] | None = None
-    ) -> tuple[list[bytes], list[BlockEntry]]:
-        """Validate and encode a batch, unstamped (``encode_unstamped_record``); topics are
-        checked once per batch. ``hints``, when given, gets each record's dispatch hint."""
-        limits = self._config.limits
-        store_address, store_port = self._store_address, self._store_host[1]
-        topics: dict[str, tuple[bytes, int]] = {}
-        now_ms: int | None = None
-        records: list[bytes] = []
-        entries: list[BlockEntry] = []
-        for message in messages:
-            topic = message.topic
-            known = topics.get(topic) if isinstance(topic, str) else None
-            if known is None:
-                # A malformed name is InvalidTopicError, not UnknownTopicError.
-                validate_topic(topic, limits)
-                known = topics[topic] = (topic.encode(), self._topics.describe(topic).queue_count)
-            properties_bytes = _encode_message_properties(message)
-            born_timestamp_ms = message.born_timestamp_ms
-            if born_timestamp_ms is None:
-                if now_ms is None:
-                    now_ms = self._now_ms()
-                born_timestamp_ms = now_ms
-            try:
-                validate_sizes(
-                    topic,
-                    message.queue_id,
-                    known[1],
-                    len(message.body),
-                    len(properties_bytes),
-                    limits,
-                )
-                check_message_fields(
-                    message.flag,
-                    message.sys_flag,
-                    born_timestamp_ms,
-                    message.born_host[1],
-                    message.reconsume_times,
-                    message.prepared_transaction_offset,
-                )
-                record = encode_unstamped_record(
-                    known[0],
-                    message.queue_id,
-                    message.flag,
-                    message.sys_flag,
-                    born_timestamp_ms,
-                    pack_address(message.born_host[0]),
-                    message.born_host[1],
-                    store_address,
-                    store_port,
-                    message.reconsume_times,
-                    message.prepared_transaction_offset,
-                    message.body,
-                    properties_bytes,
-                )
-            except (TypeError, ValueError) as error:
-                # The body or the born host is not what it must be (the rest was checked).
-                validate_body(message.body)
-                raise InvalidArgumentError(f"message to {topic!r}: {error}") from error
-            records.append(record)
-            entries.append(((topic, message.queue_id), len(record)))
-            if hints is not None:
-                key_hashes = tuple([key_hash(topic, key) for key in message.keys])
-                if message.uniq_key:
-                    key_hashes += (key_hash(topic, message.uniq_key),)
-                hints.append((tag_hash(message.tags), key_hashes))
-        return records, entries
-
-    def _append(
-        self,
-        block: bytearray,
-        entries: list[BlockEntry],
-        hints: list[_DispatchHint],
-        stamp_store_host: bool,
-    ) -> list[PutResult]:
-        """Stamp queue offsets, physical offsets, the store time and the CRC trailers into
-        ``block`` and write it (under the write lock), one CommitLog append per segment-sized
-        chunk. Queue offsets are committed only once their bytes are written; then the
-        dispatcher is told what it needs of each written record (``Dispatcher.expect``)."""
-        segment_size = self._commit_log.segment_size_bytes
-        results: list[PutResult] = []
-        store_timestamp_ms = self._now_ms()
-        chunk_start = chunk_first_byte = 0
-        while chunk_start < len(entries):
-            chunk_end = chunk_start
-            chunk_bytes = 0
-            while chunk_end < len(entries) and chunk_bytes + entries[chunk_end][1] <= segment_size:
-                chunk_bytes += entries[chunk_end][1]
-                chunk_end += 1
-            start = self._commit_log.position_for(chunk_bytes)
-            chunk_entries = entries[chunk_start:chunk_end]
-            chunk_results, assigned = self._stamp(
-                block, chunk_entries, chunk_first_byte, start, store_timestamp_ms, stamp_store_host
-            )
-            log_end_before = self._commit_log.max_offset
-            with memoryview(block) as view:
-                written = self._commit_log.append(
-                    view[chunk_first_byte : chunk_first_byte + chunk_bytes]
-                )
-            assert written == start, f"append wrote at {written}, expected {start}"
-            # Only offsets whose bytes reached the CommitLog count as used.
-            self._next_queue_offsets.update(assigned)
-            self._dispatcher.expect(
-                log_end_before,
-                [
-                    (
-                        result.physical_offset,
-                        size,
-                        queue_key,
-                        result.queue_offset,
-                        tag,
-                        key_hashes,
-                        store_timestamp_ms,
-                    )
-                    for result, (queue_key, size), (tag, key_hashes) in zip(
-                        chunk_results, chunk_entries, hints[chunk_start:chunk_end], strict=True
-                    )
-                ],
-            )
-            results += chunk_results
-            chunk_start, chunk_first_byte = chunk_end, chunk_first_byte + chunk_bytes
-        return results
-
-    def _stamp(
-        self,
-        block: bytearray,
-        entries: Sequence[BlockEntry],
-        first_byte: int,
-        first_physical_offset: int,
-        store_timestamp_ms: int,
-        stamp_store_host: bool,
-    ) -> tuple[list[PutResult], dict[tuple[str, int], int]]:
-        """Stamp ``entries`` (the records from byte ``first_byte`` of ``block``) for a place
-        starting at ``first_physical_offset``; returns the results and the next queue offset
-        of each queue stamped (for the caller to commit)."""
-        store_host = self._packed_store_host if stamp_store_host else None
-        assigned: dict[tuple[str, int], int] = {}
-        results: list[PutResult] = []
-        message_id_of = self._message_id_of
-        position = first_byte
-        for queue_key, size in entries:
-            queue_offset = assigned.get(queue_key)
-            if queue_offset is None:
-                queue_offset = self._next_queue_offset(queue_key)
-            physical_offset = first_physical_offset + position - first_byte
-            patch_record(
-                block,
-                position,
-                queue_offset=queue_offset,
-                physical_offset=physical_offset,
-                store_timestamp_ms=store_timestamp_ms,
-                store_host=store_host,
-            )
-            results.append(PutResult(queue_offset, physical_offset, message_id_of(physical_offset)))
-            assigned[queue_key] = queue_offset + 1
-            position += size
-        return results, assigned
-
-    def _next_queue_offset(self, queue_key: tuple[str, int]) -> int:
-        next_queue_offset = self._next_queue_offsets.get(queue_key)
-        if next_queue_offset is None:
-            next_queue_offset = self._consume_queue(*queue_key).max_queue_offset
-        return next_queue_offset
 
     def truncate_after(self, physical_offset: int) -> None:
         """Drop every record at or past ``physical_offset`` (a record boundary): a Raft
@@ -705,7 +410,7 @@ class MessageStore:
                     queue.truncate_from_physical_offset(physical_offset)
                 self._index.truncate_from(physical_offset)
                 self._dispatcher.reset(physical_offset)
-            self._reload_next_queue_offsets()
+            self._writer.reload_next_queue_offsets(self._dispatcher.dispatched_physical_offset)
 
     # ------------------------------------------------------------------ dispatch
 
@@ -737,6 +442,8 @@ class MessageStore:
 
     # ------------------------------------------------------------------ reads
 
+    # ------------------------------------------------------------------ reads (message_reader.py)
+
     def get_messages(
         self,
         topic: str,
@@ -745,27 +452,13 @@ class MessageStore:
         max_messages: int = 32,
         max_bytes: int = 4 * 1024 * 1024,
         tag: str | frozenset[str] | None = None,
-        max_units_scanned: int = _MAX_UNITS_SCANNED_PER_GET,
+        max_units_scanned: int = MAX_UNITS_SCANNED_PER_GET,
     ) -> GetResult:
-        """Up to ``max_messages`` messages (and about ``max_bytes``; at least one) from
-        ``queue_offset`` on. With ``tag`` (one tag, or a set: any of them), only messages with
-        that tag: units are filtered by tag hash, then the real tag is re-checked (hashes
-        collide). At most ``max_units_scanned`` units are looked at."""
-        tags = frozenset((tag,)) if isinstance(tag, str) and tag != _ALL_TAGS else None
-        if isinstance(tag, frozenset):
-            tags = tag
-        messages, next_queue_offset, min_queue_offset, max_queue_offset = self._read_queue(
-            topic,
-            queue_id,
-            queue_offset,
-            max_messages,
-            max_bytes,
-            tags,
-            max_units_scanned,
-            self._commit_log.read_records,
-            _record_tags,
+        """Up to ``max_messages`` decoded messages from ``queue_offset`` on (``tag``: only
+        messages with that tag, or any of a set); see MessageReader.get_messages."""
+        return self._reader.get_messages(
+            topic, queue_id, queue_offset, max_messages, max_bytes, tag, max_units_scanned
         )
-        return GetResult(messages, next_queue_offset, min_queue_offset, max_queue_offset)
 
     def get_record_bytes(
         self,
@@ -775,94 +468,12 @@ class MessageStore:
         max_messages: int,
         max_bytes: int,
         tags: frozenset[str] | None = None,
-        max_units_scanned: int = _MAX_UNITS_SCANNED_PER_GET,
+        max_units_scanned: int = MAX_UNITS_SCANNED_PER_GET,
     ) -> RecordBytes:
-        """What ``get_messages`` would return, as the records' stored bytes back to back (the
-        fast pull: no decoding, no CRC work here; the reader verifies). ``tags``: only
-        messages whose tag is one of these (hashes on the units, then the real tag). At most
-        ``max_units_scanned`` units are looked at."""
-        views, next_queue_offset, min_queue_offset, max_queue_offset = self._read_queue(
-            topic,
-            queue_id,
-            queue_offset,
-            max_messages,
-            max_bytes,
-            tags,
-            max_units_scanned,
-            self._commit_log.read_record_bytes,
-            _record_bytes_tags,
+        """``get_messages`` as the records' stored bytes (the fast pull)."""
+        return self._reader.get_record_bytes(
+            topic, queue_id, queue_offset, max_messages, max_bytes, tags, max_units_scanned
         )
-        return RecordBytes(
-            b"".join(views), len(views), next_queue_offset, min_queue_offset, max_queue_offset
-        )
-
-    def _read_queue(
-        self,
-        topic: str,
-        queue_id: int,
-        queue_offset: int,
-        max_messages: int,
-        max_bytes: int,
-        tags: frozenset[str] | None,
-        max_units_scanned: int,
-        read: Callable[[Sequence[tuple[int, int]]], list[_Item]],
-        tags_of: Callable[[_Item], str],
-    ) -> tuple[list[_Item], int, int, int]:
-        """(items ``read`` gave for the chosen units, the next queue offset, the queue's min
-        and max offsets). Units are chosen by tag hash, counted against the limits, and read
-        one chunk at a time; ``tags_of`` re-checks the real tag (hashes collide)."""
-        queue = self._check_queue(topic, queue_id)
-        if type(queue_offset) is not int or queue_offset < 0:
-            raise InvalidOffsetError(f"queue offset must be an int >= 0, got {queue_offset!r}")
-        if max_messages < 1 or max_units_scanned < 1:
-            raise InvalidArgumentError(
-                f"max_messages ({max_messages}) and max_units_scanned ({max_units_scanned}) "
-                "must be at least 1"
-            )
-
-        def read_units() -> tuple[list[_Item], int, int, int]:
-            min_queue_offset = self._first_live_queue_offset(queue)
-            max_queue_offset = queue.max_queue_offset
-            wanted_hashes = None if tags is None else frozenset(map(tag_hash, tags))
-            next_queue_offset = max(queue_offset, min_queue_offset)
-            scan_end = min(max_queue_offset, next_queue_offset + max_units_scanned)
-            found: list[_Item] = []
-            size_bytes = 0
-            while next_queue_offset < scan_end and len(found) < max_messages:
-                units = queue.read(
-                    next_queue_offset, min(_UNITS_READ_PER_CHUNK, scan_end - next_queue_offset)
-                )
-                if not units:
-                    break
-                # Pick this chunk's candidates from the units alone, then read them in one batch.
-                places: list[tuple[int, int]] = []
-                wanted = max_messages - len(found)
-                min_physical_offset = self._commit_log.min_offset
-                for physical_offset, unit_size_bytes, unit_tag_hash in units:
-                    if (
-                        wanted_hashes is not None and unit_tag_hash not in wanted_hashes
-                    ) or physical_offset < min_physical_offset:
-                        # Another tag, or a record retention deleted since the read began.
-                        next_queue_offset += 1
-                        continue
-                    if (found or places) and size_bytes + unit_size_bytes > max_bytes:
-                        scan_end = next_queue_offset
-                        break
-                    places.append((physical_offset, unit_size_bytes))
-                    size_bytes += unit_size_bytes
-                    next_queue_offset += 1
-                    if len(places) == wanted:
-                        break
-                items = read(places)
-                if tags is None:
-                    found += items
-                else:
-                    # A tag-hash collision is dropped; its bytes still count against max_bytes.
-                    found += [item for item in items if tags_of(item) in tags]
-            return found, next_queue_offset, min_queue_offset, max_queue_offset
-
-        # Retention may delete records under the read: it then starts again past them.
-        return self._despite_retention(read_units)
 
     def query_by_key(
         self,
@@ -872,110 +483,23 @@ class MessageStore:
         end_ms: int | None = None,
         max_results: int = 32,
     ) -> list[MessageRecord]:
-        """Messages of ``topic`` whose KEYS hold ``key`` or whose UNIQ_KEY is ``key``, stored
-        within ``[begin_ms, end_ms]``, newest first."""
-        self._topics.describe(topic)
-        end_ms = end_ms if end_ms is not None else self._now_ms()
-        if not isinstance(key, str) or not key:
-            raise InvalidArgumentError(f"the key to look up must be a non-empty str, got {key!r}")
-        if end_ms < begin_ms:
-            raise InvalidArgumentError(
-                f"time window [{begin_ms}, {end_ms}] is inverted: end_ms is before begin_ms"
-            )
-        if max_results < 1:
-            raise InvalidArgumentError(f"max_results must be at least 1, got {max_results}")
-        # Hash collisions are filtered below: ask for some spare candidates.
-        candidates = self._index.query(topic, key, begin_ms, end_ms, 2 * max_results + 16)
-        found: list[MessageRecord] = []
-        for physical_offset in candidates:
-            if not self._is_visible(physical_offset):
-                continue
-            try:
-                record = self._commit_log.read_record(physical_offset)
-            except InvalidOffsetError:
-                if physical_offset >= self._commit_log.min_offset:
-                    raise
-                continue  # retention deleted it since the visibility check
-            if (
-                record.topic == topic
-                and begin_ms <= record.store_timestamp_ms <= end_ms
-                and (key in record.keys or record.get_property(PROPERTY_UNIQ_KEY) == key)
-            ):
-                found.append(record)
-                if len(found) == max_results:
-                    break
-        return found
+        """Messages of ``topic`` with ``key`` in KEYS or as UNIQ_KEY, newest first."""
+        return self._reader.query_by_key(topic, key, begin_ms, end_ms, max_results)
 
     def queue_offset_for_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
-        """The first queue offset whose message was stored at or after ``timestamp_ms``
-        (the max queue offset when none was)."""
-        queue = self._check_queue(topic, queue_id)
-        return self._despite_retention(
-            lambda: queue.queue_offset_for_time(
-                timestamp_ms, self._first_live_queue_offset(queue), self._store_timestamp_ms_of
-            )
-        )
+        """The first queue offset stored at or after ``timestamp_ms``."""
+        return self._reader.queue_offset_for_time(topic, queue_id, timestamp_ms)
 
     def get_by_message_id(self, msg_id: str) -> MessageRecord:
         """The message an offset message id names (valid on every replica)."""
-        _, physical_offset = decode_message_id(msg_id)
-        if not self._is_visible(physical_offset):
-            raise InvalidMessageIdError(
-                f"message id {msg_id} points at physical offset {physical_offset}, outside the "
-                f"visible log [{self._commit_log.min_offset}, "
-                f"{self._dispatcher.dispatched_physical_offset})"
-            )
-        try:
-            return self._commit_log.read_record(physical_offset)
-        except (CorruptRecordError, InvalidOffsetError) as error:
-            raise InvalidMessageIdError(
-                f"message id {msg_id}: no record starts at physical offset {physical_offset}"
-            ) from error
+        return self._reader.get_by_message_id(msg_id)
 
     def min_queue_offset(self, topic: str, queue_id: int) -> int:
-        return self._first_live_queue_offset(self._check_queue(topic, queue_id))
+        return self._reader.min_queue_offset(topic, queue_id)
 
     def max_queue_offset(self, topic: str, queue_id: int) -> int:
         """The next queue offset to become visible."""
-        return self._check_queue(topic, queue_id).max_queue_offset
-
-    def _is_visible(self, physical_offset: int) -> bool:
-        return (
-            self._commit_log.min_offset
-            <= physical_offset
-            < self._dispatcher.dispatched_physical_offset
-        )
-
-    def _despite_retention(self, read: Callable[[], _Result]) -> _Result:
-        """``read()`` of records through ConsumeQueue units, again if retention deleted a
-        segment under it (InvalidOffsetError while the CommitLog's first offset moved): the
-        new attempt starts past what was deleted. Each retry needs another deletion, so the
-        loop ends. Without a deletion, a unit pointing at no record is damaged derived data:
-        CorruptRecordError, not a bad argument."""
-        while True:
-            min_offset = self._commit_log.min_offset
-            try:
-                return read()
-            except InvalidOffsetError as error:
-                if self._commit_log.min_offset == min_offset:
-                    raise CorruptRecordError(
-                        f"a ConsumeQueue unit points at no record: {error}"
-                    ) from error
-
-    def _first_live_queue_offset(self, queue: ConsumeQueue) -> int:
-        """Units pointing below the CommitLog's first offset lost their records to retention."""
-        return queue.queue_offset_for_physical_offset(self._commit_log.min_offset)
-
-    def _store_timestamp_ms_of(self, unit: ConsumeQueueUnit) -> int:
-        return read_store_timestamp_ms(self._commit_log.read(unit.physical_offset, unit.size_bytes))
-
-    def _check_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        queue_count = self._topics.describe(topic).queue_count
-        if not 0 <= queue_id < queue_count:
-            raise InvalidQueueIdError(
-                f"queue id {queue_id} is outside [0, {queue_count}) for topic {topic!r}"
-            )
-        return self._consume_queue(topic, queue_id)
+        return self._reader.max_queue_offset(topic, queue_id)
 
     def _consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         queue_key = (topic, queue_id)
@@ -1061,7 +585,7 @@ class MessageStore:
                 queue.clear()
             self._index.truncate_from(0)
             self._dispatcher.reset(self._commit_log.min_offset)
-            self._next_queue_offsets.clear()
+            self._writer.forget_queue_offsets()
 
     def _housekeep(self) -> None:
         self.checkpoint()
@@ -1120,74 +644,16 @@ class _Housekeeper:
                 return
 
 
-def _encode_message_properties(message: Message) -> bytes:
-    """The record's properties, as ``encode_properties`` lays them out: KEYS, TAGS and
-    UNIQ_KEY from their fields (when set), then the user's. Refuses what validation refuses."""
-    if isinstance(message.keys, str):
-        # A str is a sequence of one-character keys: never what the caller meant.
-        raise InvalidArgumentError(
-            f"keys must be a tuple of str, got the str {message.keys[:40]!r}; pass "
-            "(key,) for one key"
-        )
-    for key in message.keys:
-        if not isinstance(key, str):
-            raise InvalidArgumentError(f"keys must be str, got {type(key).__name__} {key!r}")
-        if not key or KEY_SEPARATOR in key:
-            raise PropertiesTooLargeError(
-                f"key {key[:40]!r} is empty or holds the KEYS separator {KEY_SEPARATOR!r}"
-            )
-    for name, value in (("tags", message.tags), ("uniq_key", message.uniq_key)):
-        if not isinstance(value, str):
-            raise InvalidArgumentError(
-                f"{name} must be a str, got {type(value).__name__} {value!r}"
-            )
-    pairs = [
-        (name, value)
-        for name, value in (
-            (PROPERTY_KEYS, KEY_SEPARATOR.join(message.keys)),
-            (PROPERTY_TAGS, message.tags),
-            (PROPERTY_UNIQ_KEY, message.uniq_key),
-        )
-        if value
-    ]
-    if not all(isinstance(pair, tuple) and len(pair) == 2 for pair in message.properties):
-        raise InvalidArgumentError(
-            f"properties must be (key, value) pairs, got {message.properties!r:.80}"
-        )
-    for name, _ in message.properties:
-        if name in _RESERVED_PROPERTY_KEYS:
-            raise PropertiesTooLargeError(
-                f"property {name!r} is set through Message.keys, .tags or .uniq_key"
-            )
-    pairs += message.properties
-    text = "".join([f"{name}\x01{value}\x02" for name, value in pairs])
-    # A separator inside a key or value shows as one too many; the reserved CRC key needs
-    # the full check too (both are rare, so the common case counts two characters).
-    if (
-        text.count(NAME_VALUE_SEPARATOR) != len(pairs)
-        or text.count(PROPERTY_SEPARATOR) != len(pairs)
-        or message.properties
-    ):
-        validate_properties(pairs)
-    try:
-        return text.encode()
-    except UnicodeEncodeError as error:
-        raise InvalidArgumentError(
-            f"properties, keys or tags hold text UTF-8 cannot encode: {error}"
-        ) from error
-
-
-def _hint_of_properties(topic: str, properties: Sequence[tuple[str, str]]) -> _DispatchHint:
-    """The dispatch hint of a record with these (decoded) properties, as dispatch reading the
-    record would find it (``read_dispatch_info``; each of TAGS, KEYS and UNIQ_KEY appears at
-    most once, ``check_encoded``)."""
-    found = {name: value for name, value in properties if name in _RESERVED_PROPERTY_KEYS}
-    key_hashes = tuple([key_hash(topic, key) for key in split_keys(found.get(PROPERTY_KEYS, ""))])
-    uniq_key = found.get(PROPERTY_UNIQ_KEY, "")
-    if uniq_key:
-        key_hashes += (key_hash(topic, uniq_key),)
-    return tag_hash(found.get(PROPERTY_TAGS, "")), key_hashes
-
-
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+__all__ = [
+    "COMMIT_LOG_DIR",
+    "BlockEntry",
+    "GetResult",
+    "Message",
+    "MessageStore",
+    "PutResult",
+    "RecordBytes",
+]

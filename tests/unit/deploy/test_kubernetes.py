@@ -20,7 +20,8 @@ import kubernetes_validate  # type: ignore[import-untyped]  # ships no py.typed
 import pytest
 import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the dev extra
 
-from raftlog.node.config import ConfigError, load_config, parse_address, parse_peers
+from raftlog.node.config import ConfigError, parse_address, parse_peers
+from raftlog.node.config_sources import load_config
 from tests.support import REPO_ROOT
 from tests.unit.deploy.manifests import MANIFEST_DIR, Manifests, pod_environment, selects
 
