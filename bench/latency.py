@@ -356,7 +356,7 @@ def render(rows: Sequence[Measurement], rounds: Sequence[Failover]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m raftlog.bench.latency", description=__doc__)
     parser.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
     parser.add_argument("--dir", default="./data/bench", help="where the cluster's data goes")
@@ -384,6 +384,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--throughput-seconds", type=float, default=3.0)
     parser.add_argument("--failovers", type=int, default=5, help="leader kills (0: none)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.samples < 1 or args.max_seconds <= 0 or args.throughput_seconds <= 0:
         parser.error("--samples, --max-seconds and --throughput-seconds must be positive")

@@ -252,35 +252,62 @@ def run(args: argparse.Namespace, root: str) -> list[PullMeasurement]:
                             step = _pull_step(
                                 CONSUMER_STUB(channel), topic, bounds, args.max_messages, form
                             )
-                        server_pid = pids[address]
-                        if server_pid is None:
-                            raise BenchError(f"no process id for the node at {address}")
-                        row = measure(
+                        row = _measure_row(
                             step,
                             total,
                             budget,
-                            server_pid,
-                            {
-                                "body_bytes": body_bytes,
-                                "max_messages": args.max_messages,
-                                "from": role,
-                                "form": form,
-                                "queues": args.queues,
-                                "round": round_number,
-                            },
-                        )
-                        print(
-                            f"  {body_bytes} B from {role}, {form}: {row.msgs_per_s:,.0f} "
-                            f"msgs/s, server {row.server_cpu_us_per_msg:.1f} us/msg, client "
-                            f"{row.client_cpu_us_per_msg:.1f} us/msg",
-                            file=sys.stderr,
-                            flush=True,
+                            pids[address],
+                            address,
+                            body_bytes,
+                            args,
+                            role,
+                            form,
+                            round_number,
                         )
                         rows.append(row)
     finally:
         cluster.stop(timeout_s=15)
         shutil.rmtree(base_dir, ignore_errors=True)
     return rows
+
+
+def _measure_row(
+    step: Callable[[], int],
+    total: int,
+    budget: Budget,
+    server_pid: int | None,
+    address: str,
+    body_bytes: int,
+    args: argparse.Namespace,
+    role: str,
+    form: str,
+    round_number: int,
+) -> PullMeasurement:
+    """One measured row (reading ``total`` messages with ``step``), printed as it comes."""
+    if server_pid is None:
+        raise BenchError(f"no process id for the node at {address}")
+    row = measure(
+        step,
+        total,
+        budget,
+        server_pid,
+        {
+            "body_bytes": body_bytes,
+            "max_messages": args.max_messages,
+            "from": role,
+            "form": form,
+            "queues": args.queues,
+            "round": round_number,
+        },
+    )
+    print(
+        f"  {body_bytes} B from {role}, {form}: {row.msgs_per_s:,.0f} "
+        f"msgs/s, server {row.server_cpu_us_per_msg:.1f} us/msg, client "
+        f"{row.client_cpu_us_per_msg:.1f} us/msg",
+        file=sys.stderr,
+        flush=True,
+    )
+    return row
 
 
 def best_rounds(rows: list[PullMeasurement]) -> list[tuple[PullMeasurement, list[float]]]:

@@ -335,14 +335,34 @@ def check(history: Sequence[Op], replicas: Sequence[ReplicaSnapshot]) -> Report:
         and value not in stored_positions
         and value not in polled_positions
     )
+    counts = _counts(sends, polls, commits, events, replicas, len(unseen), len(stored_positions))
+    return Report(
+        anomalies=tuple(anomalies),
+        counts=counts,
+        recoveries=tuple(_recoveries(events, sends)),
+        unseen=unseen,
+        start_ns=history[0].time_ns if history else 0,
+    )
+
+
+def _counts(
+    sends: Sequence[_ClientOp],
+    polls: Sequence[_ClientOp],
+    commits: Sequence[_ClientOp],
+    events: Sequence[OpRef],
+    replicas: Sequence[ReplicaSnapshot],
+    unseen_count: int,
+    values_stored: int,
+) -> dict[str, int]:
+    """The report's counts: what was attempted, what happened, what was found stored."""
     info_sends = sum(1 for s in sends if s.outcome == "info")
-    counts = {
+    return {
         "sends": len(sends),
         "sends-ok": sum(1 for s in sends if s.outcome == "ok"),
         "sends-fail": sum(1 for s in sends if s.outcome == "fail"),
         "sends-info": info_sends,
-        "sends-info-landed": info_sends - len(unseen),
-        "sends-unseen": len(unseen),
+        "sends-info-landed": info_sends - unseen_count,
+        "sends-unseen": unseen_count,
         "polls": len(polls),
         "polls-ok": sum(1 for p in polls if p.outcome == "ok"),
         "messages-polled": sum(
@@ -355,15 +375,8 @@ def check(history: Sequence[Op], replicas: Sequence[ReplicaSnapshot]) -> Report:
         "faults": sum(1 for e in events if e.op.f == FAULT_START and e.op.type != "fail"),
         "leader-observations": sum(1 for e in events if e.op.f == LEADER_OBSERVED),
         "replicas": len(replicas),
-        "values-stored": len(stored_positions),
+        "values-stored": values_stored,
     }
-    return Report(
-        anomalies=tuple(anomalies),
-        counts=counts,
-        recoveries=tuple(_recoveries(events, sends)),
-        unseen=unseen,
-        start_ns=history[0].time_ns if history else 0,
-    )
 
 
 def _send_value(op: Op) -> SendValue:

@@ -157,9 +157,7 @@ def messages_from_records(records: bytes) -> list[Message]:
         raise InternalError(
             f"a pulled record is corrupt, so none of this answer's messages is returned: {error}"
         ) from None
-    # A batch has a few distinct hosts: each is converted (text, message id prefix) once.
-    hosts: dict[tuple[bytes, int], str] = {}
-    id_encoders: dict[tuple[bytes, int], Callable[[int], str]] = {}
+    hosts = _HostCache()
     messages: list[Message] = []
     append = messages.append
     for (
@@ -182,34 +180,8 @@ def messages_from_records(records: bytes) -> list[Message]:
         body,
         all_properties,
     ) in decoded:
-        born = (born_address, born_port)
-        born_host = hosts.get(born)
-        if born_host is None:
-            born_host = hosts[born] = _host_text(unpack_address(born_address), born_port)
-        store = (store_address, store_port)
-        encode_id = id_encoders.get(store)
-        if encode_id is None:
-            store_ip = unpack_address(store_address)
-            encode_id = id_encoders[store] = message_id_encoder((store_ip, store_port))
-            hosts[store] = _host_text(store_ip, store_port)
-        keys: str | None = None
-        tags: str | None = None
-        uniq_key: str | None = None
-        properties: list[tuple[str, str]] = []
-        # The first value of each promoted property counts, as in StoredMessage.
-        for pair in all_properties:
-            name = pair[0]
-            if name == PROPERTY_TAGS:
-                if tags is None:
-                    tags = pair[1]
-            elif name == PROPERTY_UNIQ_KEY:
-                if uniq_key is None:
-                    uniq_key = pair[1]
-            elif name == PROPERTY_KEYS:
-                if keys is None:
-                    keys = pair[1]
-            else:
-                properties.append(pair)
+        store_host, encode_id = hosts.store(store_address, store_port)
+        keys, tags, uniq_key, properties = _promoted(all_properties)
         append(
             Message(
                 topic,
@@ -220,8 +192,8 @@ def messages_from_records(records: bytes) -> list[Message]:
                 body,
                 born_timestamp_ms,
                 store_timestamp_ms,
-                born_host,
-                hosts[store],
+                hosts.born(born_address, born_port),
+                store_host,
                 split_keys(keys) if keys else (),
                 tags or "",
                 uniq_key or "",
@@ -235,6 +207,54 @@ def messages_from_records(records: bytes) -> list[Message]:
             )
         )
     return messages
+
+
+class _HostCache:
+    """A batch has a few distinct hosts: each is converted (text, message id encoder) once."""
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[bytes, int], str] = {}
+        self._stores: dict[tuple[bytes, int], tuple[str, Callable[[int], str]]] = {}
+
+    def born(self, address: bytes, port: int) -> str:
+        text = self._texts.get((address, port))
+        if text is None:
+            text = self._texts[(address, port)] = _host_text(unpack_address(address), port)
+        return text
+
+    def store(self, address: bytes, port: int) -> tuple[str, Callable[[int], str]]:
+        """The store host's text and the offset message id encoder of its records."""
+        known = self._stores.get((address, port))
+        if known is None:
+            ip = unpack_address(address)
+            known = (_host_text(ip, port), message_id_encoder((ip, port)))
+            self._stores[(address, port)] = known
+        return known
+
+
+def _promoted(
+    all_properties: Sequence[tuple[str, str]],
+) -> tuple[str | None, str | None, str | None, list[tuple[str, str]]]:
+    """(KEYS, TAGS, UNIQ_KEY, the other properties): the first value of each promoted
+    property counts, as in StoredMessage."""
+    keys: str | None = None
+    tags: str | None = None
+    uniq_key: str | None = None
+    properties: list[tuple[str, str]] = []
+    for pair in all_properties:
+        name = pair[0]
+        if name == PROPERTY_TAGS:
+            if tags is None:
+                tags = pair[1]
+        elif name == PROPERTY_UNIQ_KEY:
+            if uniq_key is None:
+                uniq_key = pair[1]
+        elif name == PROPERTY_KEYS:
+            if keys is None:
+                keys = pair[1]
+        else:
+            properties.append(pair)
+    return keys, tags, uniq_key, properties
 
 
 @dataclass(frozen=True, slots=True)

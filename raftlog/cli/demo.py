@@ -65,30 +65,34 @@ def run_store_demo(data_dir: str) -> None:
                 high = store.max_queue_offset(topic, queue_id)
                 print(f"  {topic}/{queue_id}: queue offsets [{low}, {high})")
 
-        resume_at = store.fetch_consumer_offset(CONSUMER_GROUP, "orders", 0) or 0
-        pulled = store.get_messages("orders", 0, queue_offset=resume_at, max_messages=5)
-        print(f"pull orders/0 from {CONSUMER_GROUP}'s committed queue offset {resume_at}:")
-        for record in pulled:
-            print(f"  #{record.queue_offset} tags={record.tags} body={record.body.decode()}")
-
-        odd = store.get_messages("orders", 1, queue_offset=0, max_messages=5, tag="odd")
-        print(f"pull orders/1 with tag 'odd': {[r.body.decode() for r in odd]}")
-
-        by_key = store.query_by_key("payments", "payments-3")
-        print(f"query by key payments-3: {[r.body.decode() for r in by_key]}")
-
-        by_id = store.get_by_message_id(first.msg_id)
-        print(f"query by message id {first.msg_id}: {by_id.body.decode()}")
-
-        from_time = store.queue_offset_for_time("audit", 0, started_ms)
-        print(f"first audit/0 queue offset stored at or after this run began: {from_time}")
-
-        store.commit_consumer_offset(CONSUMER_GROUP, "orders", 0, pulled.next_queue_offset)
-        committed = store.fetch_consumer_offset(CONSUMER_GROUP, "orders", 0)
-        print(f"consumer group {CONSUMER_GROUP} committed orders/0 at {committed}")
-
+        _show_reads(store, first.msg_id, started_ms)
         try:
             store.put_message(Message(topic="bad topic!", queue_id=0, body=b"x"))
         except StoreError as error:
             print(f"bad input refused ({type(error).__name__}): {error}")
     print("closed cleanly; run again to see recovery continue the queue offsets")
+
+
+def _show_reads(store: MessageStore, msg_id: str, started_ms: int) -> None:
+    """Pull by committed offset and by tag, look up by key, id and time, commit an offset."""
+    resume_at = store.fetch_consumer_offset(CONSUMER_GROUP, "orders", 0) or 0
+    pulled = store.get_messages("orders", 0, queue_offset=resume_at, max_messages=5)
+    print(f"pull orders/0 from {CONSUMER_GROUP}'s committed queue offset {resume_at}:")
+    for record in pulled:
+        print(f"  #{record.queue_offset} tags={record.tags} body={record.body.decode()}")
+
+    odd = store.get_messages("orders", 1, queue_offset=0, max_messages=5, tag="odd")
+    print(f"pull orders/1 with tag 'odd': {[r.body.decode() for r in odd]}")
+
+    by_key = store.query_by_key("payments", "payments-3")
+    print(f"query by key payments-3: {[r.body.decode() for r in by_key]}")
+
+    by_id = store.get_by_message_id(msg_id)
+    print(f"query by message id {msg_id}: {by_id.body.decode()}")
+
+    from_time = store.queue_offset_for_time("audit", 0, started_ms)
+    print(f"first audit/0 queue offset stored at or after this run began: {from_time}")
+
+    store.commit_consumer_offset(CONSUMER_GROUP, "orders", 0, pulled.next_queue_offset)
+    committed = store.fetch_consumer_offset(CONSUMER_GROUP, "orders", 0)
+    print(f"consumer group {CONSUMER_GROUP} committed orders/0 at {committed}")
