@@ -21,6 +21,32 @@ from tests.unit.raft.cluster import Cluster, SafetyChecker
 POOL = ("a", "b", "c", "d", "e")
 
 
+def _deliver_randomly(cluster: Cluster, rng: random.Random, checker: SafetyChecker) -> None:
+    """Deliver what is in flight in random order (some dropped, some twice), checking after
+    each round; whatever is left after 50 rounds is lost."""
+    for _ in range(50):
+        cluster.flush()
+        if not cluster.queue:
+            return
+        batch, cluster.queue = cluster.queue, []
+        rng.shuffle(batch)
+        for message in batch:
+            if not cluster.deliverable(message) or rng.random() < 0.1:
+                if message.type == MessageType.SNAPSHOT:
+                    cluster.nodes[message.source].report_snapshot(message.target, False)
+                continue
+            copies = 2 if rng.random() < 0.05 else 1
+            for _ in range(copies):
+                cluster.nodes[message.target].step(message)
+            if message.type == MessageType.SNAPSHOT:
+                cluster.nodes[message.source].report_snapshot(message.target, True)
+        checker.check(cluster)
+    for message in cluster.queue:  # whatever is left is lost
+        if message.type == MessageType.SNAPSHOT:
+            cluster.nodes[message.source].report_snapshot(message.target, False)
+    cluster.queue.clear()
+
+
 def run(
     seed: int, steps: int, pre_vote: bool, check_quorum: bool, **config_fields: object
 ) -> Cluster:
@@ -38,29 +64,6 @@ def run(
         cluster.add_node(node_id, cluster.nodes["a"].conf_state)
     checker = SafetyChecker()
     proposals = 0
-
-    def deliver_randomly() -> None:
-        for _ in range(50):
-            cluster.flush()
-            if not cluster.queue:
-                return
-            batch, cluster.queue = cluster.queue, []
-            rng.shuffle(batch)
-            for message in batch:
-                if not cluster.deliverable(message) or rng.random() < 0.1:
-                    if message.type == MessageType.SNAPSHOT:
-                        cluster.nodes[message.source].report_snapshot(message.target, False)
-                    continue
-                copies = 2 if rng.random() < 0.05 else 1
-                for _ in range(copies):
-                    cluster.nodes[message.target].step(message)
-                if message.type == MessageType.SNAPSHOT:
-                    cluster.nodes[message.source].report_snapshot(message.target, True)
-            checker.check(cluster)
-        for message in cluster.queue:  # whatever is left is lost
-            if message.type == MessageType.SNAPSHOT:
-                cluster.nodes[message.source].report_snapshot(message.target, False)
-        cluster.queue.clear()
 
     for _ in range(steps):
         action = rng.random()
@@ -101,7 +104,7 @@ def run(
                 cluster.compact(node_id)
         elif leaders:
             cluster.nodes[rng.choice(leaders)].read_index(b"r%d" % rng.randrange(10**9))
-        deliver_randomly()
+        _deliver_randomly(cluster, rng, checker)
         checker.check(cluster)
 
     cluster.heal()
