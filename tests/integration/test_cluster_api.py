@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -635,8 +636,9 @@ def test_a_pull_outside_the_queue_is_a_status_not_an_error(api: Api) -> None:
 # ---------------------------------------------------------------------- round trips
 
 
-def test_produce_pull_and_queries_round_trip_through_the_cluster(api: Api) -> None:
-    queue_id = 1
+def _produce_three_batches(api: Api, queue_id: int) -> tuple[list[Any], list[Any], int, list[int]]:
+    """Three batches of four messages (keys, tags, uniq keys, a property, a flag), apart in
+    store time; (the answers, every result, the first queue offset, each batch's store time)."""
     batches = []
     for batch in range(3):
         batches.append(
@@ -666,55 +668,64 @@ def test_produce_pull_and_queries_round_trip_through_the_cluster(api: Api) -> No
     assert len({r.msg_id for r in results}) == 12
     stamps = [b.store_timestamp_ms for b in batches]
     assert stamps == sorted(stamps) and stamps[0] < stamps[-1]
-    wait_applied_everywhere(api.cluster, batches[-1].raft_index)
+    return batches, results, first_offset, stamps
 
-    for node_id in api.cluster.nodes:
-        consumer = api.consumer(node_id)
-        pulled = consumer.Pull(
-            client_pb2.PullRequest(
-                topic=TOPIC, queue_id=queue_id, queue_offset=first_offset, max_messages=100
-            ),
-            timeout=CALL_TIMEOUT_S,
-        )
-        assert pulled.status == PullStatus.PULL_STATUS_FOUND
-        assert [m.body for m in pulled.messages] == [
-            b"rt-%d-%d" % (b, i) for b in range(3) for i in range(4)
-        ]
-        assert [m.msg_id for m in pulled.messages] == [r.msg_id for r in results]
-        assert pulled.next_queue_offset == pulled.max_queue_offset == first_offset + 12
-        sample = pulled.messages[5]
-        assert (sample.tags, list(sample.keys), sample.uniq_key, sample.flag) == (
-            "blue",
-            ["rt-key-1-1", "rt-shared"],
-            "uniq-1-1",
-            3,
-        )
-        assert [(p.name, p.value) for p in sample.properties] == [("origin", "test")]
-        assert sample.store_host.ip == "127.0.0.1"
-        assert sample.store_host.port == int(api.leader_address.rsplit(":", 1)[1])
 
-        # Tag filter: only "blue" (odd i), the scan moves past the rest.
-        tagged = consumer.Pull(
-            client_pb2.PullRequest(
-                topic=TOPIC, queue_id=queue_id, queue_offset=first_offset, tags=["blue"]
-            ),
-            timeout=CALL_TIMEOUT_S,
-        )
-        assert tagged.status == PullStatus.PULL_STATUS_FOUND
-        assert [m.body for m in tagged.messages] == [
-            b"rt-%d-%d" % (b, i) for b in range(3) for i in (1, 3)
-        ]
-        assert tagged.next_queue_offset == first_offset + 12
-        none_match = consumer.Pull(
-            client_pb2.PullRequest(
-                topic=TOPIC, queue_id=queue_id, queue_offset=first_offset, tags=["green"]
-            ),
-            timeout=CALL_TIMEOUT_S,
-        )
-        assert none_match.status == PullStatus.PULL_STATUS_NO_MATCHED_MESSAGES
-        assert not none_match.messages
-        assert none_match.next_queue_offset == first_offset + 12
+def _check_pulls_on(
+    api: Api, node_id: str, queue_id: int, first_offset: int, results: list[Any]
+) -> None:
+    """Every field round-trips through a plain Pull and a tag-filtered one on ``node_id``."""
+    consumer = api.consumer(node_id)
+    pulled = consumer.Pull(
+        client_pb2.PullRequest(
+            topic=TOPIC, queue_id=queue_id, queue_offset=first_offset, max_messages=100
+        ),
+        timeout=CALL_TIMEOUT_S,
+    )
+    assert pulled.status == PullStatus.PULL_STATUS_FOUND
+    assert [m.body for m in pulled.messages] == [
+        b"rt-%d-%d" % (b, i) for b in range(3) for i in range(4)
+    ]
+    assert [m.msg_id for m in pulled.messages] == [r.msg_id for r in results]
+    assert pulled.next_queue_offset == pulled.max_queue_offset == first_offset + 12
+    sample = pulled.messages[5]
+    assert (sample.tags, list(sample.keys), sample.uniq_key, sample.flag) == (
+        "blue",
+        ["rt-key-1-1", "rt-shared"],
+        "uniq-1-1",
+        3,
+    )
+    assert [(p.name, p.value) for p in sample.properties] == [("origin", "test")]
+    assert sample.store_host.ip == "127.0.0.1"
+    assert sample.store_host.port == int(api.leader_address.rsplit(":", 1)[1])
 
+    # Tag filter: only "blue" (odd i), the scan moves past the rest.
+    tagged = consumer.Pull(
+        client_pb2.PullRequest(
+            topic=TOPIC, queue_id=queue_id, queue_offset=first_offset, tags=["blue"]
+        ),
+        timeout=CALL_TIMEOUT_S,
+    )
+    assert tagged.status == PullStatus.PULL_STATUS_FOUND
+    assert [m.body for m in tagged.messages] == [
+        b"rt-%d-%d" % (b, i) for b in range(3) for i in (1, 3)
+    ]
+    assert tagged.next_queue_offset == first_offset + 12
+    none_match = consumer.Pull(
+        client_pb2.PullRequest(
+            topic=TOPIC, queue_id=queue_id, queue_offset=first_offset, tags=["green"]
+        ),
+        timeout=CALL_TIMEOUT_S,
+    )
+    assert none_match.status == PullStatus.PULL_STATUS_NO_MATCHED_MESSAGES
+    assert not none_match.messages
+    assert none_match.next_queue_offset == first_offset + 12
+
+
+def _check_queries_on_a_follower(
+    api: Api, queue_id: int, first_offset: int, results: list[Any], stamps: list[int]
+) -> None:
+    """Topics, lookups by message id, key and time, answered by a follower."""
     listed = api.admin(api.follower).ListTopics(
         client_pb2.ListTopicsRequest(), timeout=CALL_TIMEOUT_S
     )
@@ -770,6 +781,15 @@ def test_produce_pull_and_queries_round_trip_through_the_cluster(api: Api) -> No
     assert offset_at(stamps[2]) == first_offset + 8
     assert offset_at(stamps[2] + 1) == first_offset + 12  # none that recent: max
     assert offset_at(0) == 0  # every live one is: min
+
+
+def test_produce_pull_and_queries_round_trip_through_the_cluster(api: Api) -> None:
+    queue_id = 1
+    batches, results, first_offset, stamps = _produce_three_batches(api, queue_id)
+    wait_applied_everywhere(api.cluster, batches[-1].raft_index)
+    for node_id in api.cluster.nodes:
+        _check_pulls_on(api, node_id, queue_id, first_offset, results)
+    _check_queries_on_a_follower(api, queue_id, first_offset, results, stamps)
 
 
 # ---------------------------------------------------------------------- long polling
