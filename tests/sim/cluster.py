@@ -123,6 +123,11 @@ class Cluster:
         """The simulated wall clock the stores stamp: one second per tick, from a fixed epoch."""
         return _EPOCH_MS + self.clock.now_tick * 1000
 
+    def close(self) -> None:
+        """End of a run: every node lets go of its real lock file."""
+        for node_id in sorted(self.drivers):
+            self.drivers[node_id].release_lock()
+
     def crash(self, node_id: NodeId, torn: bool) -> None:
         driver = self.drivers[node_id]
         unsynced = driver.disk.unsynced_count()

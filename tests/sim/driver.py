@@ -178,6 +178,13 @@ class NodeDriver:
         self._write_ready = False
         self.doomed = False
 
+    def release_lock(self) -> None:
+        """Let go of the store's lock file, the one real file a node holds (its data is
+        simulated): the OS drops a dead process's flock, and an abandoned store would hold the
+        descriptor for the rest of the test process."""
+        if self.store is not None:
+            self.store._store_lock.release()
+
     def restored_index(self) -> int:
         return self.disk.current.snapshot_index
 
@@ -185,9 +192,7 @@ class NodeDriver:
         """Power loss: volatile state is gone, unsynced bytes too (with ``torn``, a random
         prefix of them may survive, the last one cut). The shadow is reset to what the files
         recover to at the next start (shadow_log.reset_shadow)."""
-        assert self.store is not None
-        # The OS drops a dead process's flock; the abandoned store would hold it forever.
-        self.store._store_lock.release()
+        self.release_lock()
         self.node = self.store = self.raft_log = self.handler = self.proposals = None
         self.state_machine = []
         self.staged_images.clear()

@@ -97,6 +97,9 @@ def _run(
         heal(cluster)
     except Exception as error:  # a checker, the driver's contract checks, or the core itself
         raise SimulationFailure(seed, options, error, _trace(history, cluster)) from error
+    finally:
+        if cluster is not None:
+            cluster.close()
     return RunResult(
         seed=seed,
         options=options,

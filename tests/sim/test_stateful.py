@@ -191,6 +191,7 @@ class ClusterMachine(RuleBasedStateMachine):
             if not self.cluster.checker.violated:
                 heal(self.cluster)
         finally:
+            self.cluster.close()
             shutil.rmtree(self._root_dir, ignore_errors=True)
 
 
