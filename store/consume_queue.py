@@ -1,6 +1,6 @@
 """ConsumeQueue: the per topic/queue index of 20-byte units into the CommitLog.
 
-Layout (STORE_FORMAT.md): ``<root>/consumequeue/<topic>/<queue_id>/<20-digit start byte>``,
+Layout (docs/store-format.md): ``<root>/consumequeue/<topic>/<queue_id>/<20-digit start byte>``,
 each file holding at most ``file_units`` units of ``commitlog_offset(8) | size(4) |
 tag_hash(8)``, big-endian. A message's queue offset is its unit's byte position / 20.
 

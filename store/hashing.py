@@ -1,4 +1,4 @@
-"""Stable hashes for ConsumeQueue tag filtering and IndexFile keys (STORE_FORMAT.md).
+"""Stable hashes for ConsumeQueue tag filtering and IndexFile keys (docs/store-format.md).
 
 Rules this module keeps:
 - Hashes are persisted, so they must be identical across processes and versions: zlib CRC32

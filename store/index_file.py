@@ -1,4 +1,4 @@
-"""IndexFile: persistent hash tables from ``topic#key`` to physical offsets (STORE_FORMAT.md).
+"""IndexFile: persistent hash tables from ``topic#key`` to physical offsets (docs/store-format.md).
 
 One file per period under ``<root>/index/<20-digit creation timestamp ms>``:
 header(40) = begin_timestamp(8) | end_timestamp(8) | begin_phy_offset(8) | end_phy_offset(8) |

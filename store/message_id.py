@@ -1,7 +1,7 @@
 """Offset message ids: the store host and the record's physical offset, as uppercase hex.
 
 Rules this module keeps:
-- Layout (STORE_FORMAT.md): host address (4 bytes IPv4, 16 bytes IPv6) | port (4) |
+- Layout (docs/store-format.md): host address (4 bytes IPv4, 16 bytes IPv6) | port (4) |
   physical_offset (8), big-endian, hex-encoded: 32 digits for IPv4, 56 for IPv6.
 - Decoding is strict: anything malformed raises ``InvalidMessageIdError``, never another error.
 - Replicas are byte-identical, so the physical offset is valid on every replica.

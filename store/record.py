@@ -1,4 +1,4 @@
-"""The message record codec: MessageRecord <-> bytes, byte for byte as STORE_FORMAT.md says.
+"""The message record codec: MessageRecord <-> bytes, byte for byte as docs/store-format.md says.
 
 Pure functions over bytes; no I/O, no clock. Integers are big-endian. The CommitLog, the
 dispatcher, (through ``node``) the replication path and the client's pull decoder all read

@@ -1,7 +1,7 @@
 """Retention: delete old CommitLog segments, then the ConsumeQueue and index files below the
 CommitLog's new first offset; refuse writes when the disk is full.
 
-Rules this module keeps (STORE_FORMAT.md, RocketMQ's defaults):
+Rules this module keeps (docs/store-format.md, RocketMQ's defaults):
 - A segment is expired when its newest record's store time is older than ``retention_hours``
   (``SegmentInfo.last_modified_ms``, taken from the data, so it survives copies). Expired
   segments are deleted during the daily ``delete_hour_utc``, or at any time once disk use is

@@ -57,7 +57,7 @@ ALL_TAGS = "*"
 
 _PROMOTED_PROPERTIES = frozenset((PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY))
 # The fixed part of a record with two IPv4 hosts, up to and including body_length
-# (STORE_FORMAT.md); an IPv6 host adds 12 bytes. Topic length (1) + properties length (2).
+# (docs/store-format.md); an IPv6 host adds 12 bytes. Topic length (1) + properties length (2).
 _RECORD_FIXED_BYTES_IPV4 = 88
 _IPV6_EXTRA_BYTES = 12
 _RECORD_LENGTH_FIELDS_BYTES = 3

@@ -37,7 +37,7 @@ UNKNOWN_TOPIC = "no_such_topic"
 MAX_BODY_BYTES = 64 * 1024
 MAX_PROPERTIES_BYTES = 32767
 SEGMENT_SIZE_BYTES = 4 << 20
-# A record with IPv4 hosts: the fixed fields before the body (STORE_FORMAT.md).
+# A record with IPv4 hosts: the fixed fields before the body (docs/store-format.md).
 RECORD_HEADER_BYTES_IPV4 = 88
 CALL_TIMEOUT_S = 5.0
 # ClusterStatus answers from a view the Raft loop refreshes every 50 ms: wait longer than that

@@ -8,8 +8,11 @@ import subprocess
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# An absolute path into the workplace, or a relative path that climbs out of the checkout.
-_OUTSIDE = re.compile(r"/work/|\.\./shared|(?<![\w.-])shared/spec|PEERS\.md")
+# An absolute path into the workplace, a relative path that climbs out of the checkout, or a
+# name the reference specs had outside it (the copies here are in docs/, lower case).
+_OUTSIDE = re.compile(
+    r"/work/|\.\./shared|(?<![\w.-])shared/spec|PEERS\.md|STORE_FORMAT\.md|REPLICATION\.md"
+)
 
 
 def tracked_text_files() -> list[Path]:
