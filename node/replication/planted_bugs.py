@@ -22,3 +22,7 @@ class NodePlantedBug(enum.Enum):
     COMMIT_LOG_NOT_SYNCED = "storage-entries-not-synced"
     """The Raft log storage's sync skips the CommitLog fsync: acknowledged entries live only in
     the page cache until a power loss."""
+    APPLY_BEFORE_COMMIT = "apply-before-commit"
+    """The Ready handler applies (dispatches to consumers) every entry as soon as it is durable
+    on this node, without waiting for a majority to hold it: a consumer can read a message a
+    failover then erases."""

@@ -134,8 +134,11 @@ class ReadyHandler:
             self._install_snapshot(ready.snapshot)
         self._persist(ready)
         self._send(messages)
-        if ready.committed_entries:
-            self._apply(ready.committed_entries)
+        applying = ready.committed_entries
+        if NodePlantedBug.APPLY_BEFORE_COMMIT in self._settings.planted_bugs:
+            applying = _next_after(self.applied_index, [*ready.committed_entries, *ready.entries])
+        if applying:
+            self._apply(applying)
         self._node.advance(ready)
         self._listener.advanced(ready)
 
@@ -195,3 +198,13 @@ class ReadyHandler:
         except StoreError as error:
             # The leader validated it; a replica that disagrees logs it (same on every replica).
             _log.warning("control command at index %d not applied: %s", entry.index, error)
+
+
+def _next_after(applied_index: int, entries: Sequence[Entry]) -> list[Entry]:
+    """The run of ``entries`` that continues from ``applied_index`` (the planted bug's apply
+    list: indexes it already applied are skipped)."""
+    run: list[Entry] = []
+    for entry in entries:
+        if entry.index == applied_index + 1 + len(run):
+            run.append(entry)
+    return run

@@ -28,6 +28,7 @@ PROFILE_FOR_BUG: dict[AnyPlantedBug, str] = {
     NodePlantedBug.SEND_BEFORE_PERSIST: "vote-crash",
     NodePlantedBug.VOTE_NOT_SYNCED: "vote-crash",
     NodePlantedBug.COMMIT_LOG_NOT_SYNCED: "default",
+    NodePlantedBug.APPLY_BEFORE_COMMIT: "default",
 }
 
 
