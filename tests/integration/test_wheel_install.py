@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -71,4 +72,5 @@ def test_the_wheel_installs_with_the_testing_extra_into_a_fresh_venv(tmp_path: P
         project,
     )
     assert set(found.split()) == _source_packages()
+    assert any(name.endswith("raftlog/py.typed") for name in zipfile.ZipFile(wheel).namelist())
     assert "usage: raftlog" in _run([str(env_dir / "bin" / "raftlog"), "--help"], project)
