@@ -20,6 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from raftlog.node.config_roles import master_slave_problem
 from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.validation import Limits
 
@@ -119,6 +120,27 @@ class NodeConfig:
     # smaller values do not lower single-message latency (the threads a message crosses
     # mostly block, which hands the GIL over at once) and cost batch throughput.
     switch_interval_us: int = 5000
+    # -- master-slave mode (RocketMQ's classic HA; docs/replication.md). In "raft" mode these
+    # keep their defaults: a master-slave setting given to a Raft node is refused.
+    replication: str = "raft"
+    broker_name: str = "broker-a"
+    broker_id: int = 0
+    # SYNC_MASTER / ASYNC_MASTER / SLAVE; None = ASYNC_MASTER for broker_id 0, else SLAVE.
+    broker_role: str | None = None
+    # SYNC_FLUSH / ASYNC_FLUSH; None = follow ``durability`` (fsync = SYNC_FLUSH).
+    flush_disk_type: str | None = None
+    # Replicas (the master included) that must hold a write before a SYNC_MASTER acknowledges
+    # it; None = 2 for a SYNC_MASTER, 1 for an ASYNC_MASTER.
+    min_in_sync_replicas: int | None = None
+    # A slave further behind than either bound leaves the in-sync set (RocketMQ's
+    # haMaxGapNotInSync and haMaxTimeSlaveNotCatchup).
+    ha_max_gap_not_in_sync_bytes: int = 256 * MIB
+    ha_max_time_slave_not_catchup_ms: int = 15_000
+    # How long a SYNC_MASTER waits for its in-sync slaves (RocketMQ's syncFlushTimeout).
+    sync_flush_timeout_ms: int = 5_000
+    # A static slave's master (host:port of its peer port, one of ``peers``).
+    ha_master_address: str | None = None
+    slave_read_enable: bool = False
 
     def __post_init__(self) -> None:
         _check_id("node_id", self.node_id)
@@ -182,6 +204,9 @@ class NodeConfig:
             raise ConfigError(
                 f"log_level: {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
             )
+        problem = master_slave_problem(self)
+        if problem is not None:
+            raise ConfigError(problem)
 
     def _check_peers(self) -> None:
         if not isinstance(self.peers, dict) or not self.peers:
@@ -208,6 +233,25 @@ class NodeConfig:
         addresses = list(self.peers.values())
         if len(set(addresses)) != len(addresses):
             raise ConfigError(f"peers: two voters share an address ({', '.join(addresses)})")
+
+    @property
+    def role(self) -> str:
+        """The master-slave role: ``broker_role``, or RocketMQ's reading of ``broker_id``."""
+        if self.broker_role is not None:
+            return self.broker_role
+        return "ASYNC_MASTER" if self.broker_id == 0 else "SLAVE"
+
+    @property
+    def flush_type(self) -> str:
+        """SYNC_FLUSH or ASYNC_FLUSH: ``flush_disk_type``, or what ``durability`` means."""
+        return "SYNC_FLUSH" if self.durability == "fsync" else "ASYNC_FLUSH"
+
+    @property
+    def in_sync_replicas_needed(self) -> int:
+        """How many replicas (master included) must hold a write before it is acknowledged."""
+        if self.min_in_sync_replicas is not None:
+            return self.min_in_sync_replicas
+        return min(2, len(self.peers)) if self.role == "SYNC_MASTER" else 1
 
     def _check_ratios(self) -> None:
         names = ("disk_clean_watermark_ratio", "disk_force_clean_ratio", "disk_full_ratio")

@@ -22,9 +22,20 @@ FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(NodeConfig))
 REQUIRED_FIELDS = ("node_id", "listen_address", "peers", "data_dir")
 _INT_FIELDS = frozenset(
     name for name in FIELD_NAMES if name.endswith(("_ms", "_us", "_ticks", "_bytes", "_hours"))
-)
+) | {"broker_id", "min_in_sync_replicas"}
 _FLOAT_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_ratio"))
-_OPTIONAL_FIELDS = frozenset({"advertise_address", "preferred_leader"})
+_BOOL_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_enable"))
+_BOOL_TEXT = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+_OPTIONAL_FIELDS = frozenset(
+    {
+        "advertise_address",
+        "preferred_leader",
+        "broker_role",
+        "flush_disk_type",
+        "min_in_sync_replicas",
+        "ha_master_address",
+    }
+)
 
 
 def env_var(name: str) -> str:
@@ -34,6 +45,13 @@ def env_var(name: str) -> str:
 
 def _from_text(name: str, text: str, source: str) -> object:
     """Convert an environment/CLI string to the field's type."""
+    if name in _BOOL_FIELDS:
+        flag = _BOOL_TEXT.get(text.strip().lower())
+        if flag is None:
+            raise ConfigError(f"{name}: {text!r} is not true or false ({source})")
+        return flag
+    if name in _OPTIONAL_FIELDS and text.strip() == "":
+        return ""
     try:
         if name in _INT_FIELDS:
             return int(text.strip())
@@ -55,7 +73,10 @@ def _from_toml(name: str, value: object, source: str) -> object:
         if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
             return dict(value)
         raise ConfigError(f'peers: must be a table of node_id = "host:port" ({source})')
-    if name in _INT_FIELDS:
+    if name in _BOOL_FIELDS:
+        if type(value) is not bool:
+            raise ConfigError(f"{name}: {value!r} is not true or false ({source})")
+    elif name in _INT_FIELDS:
         if type(value) is not int:
             raise ConfigError(f"{name}: {value!r} is not an integer ({source})")
     elif name in _FLOAT_FIELDS:
