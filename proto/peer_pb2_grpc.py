@@ -151,3 +151,91 @@ class RaftPeer:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class HaPeerStub:
+    """Master-slave replication (replication = "master-slave", RocketMQ's classic HA): a slave
+    copies its master's CommitLog byte for byte. Served by the master on its one port.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Replicate = channel.stream_stream(
+                '/raftlog.v1.HaPeer/Replicate',
+                request_serializer=raftlog_dot_v1_dot_peer__pb2.SlaveReport.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_peer__pb2.CommitLogChunk.FromString,
+                _registered_method=True)
+
+
+class HaPeerServicer:
+    """Master-slave replication (replication = "master-slave", RocketMQ's classic HA): a slave
+    copies its master's CommitLog byte for byte. Served by the master on its one port.
+    """
+
+    def Replicate(self, request_iterator, context):
+        """The slave opens one stream to its master and keeps it open. Its first SlaveReport says
+        where its CommitLog ends; the master then sends CommitLogChunk items in offset order from
+        there (whole records, never crossing a segment), and an empty chunk at least every second
+        as a heartbeat. The slave sends a SlaveReport after storing each chunk (and with each
+        heartbeat), which is how the master learns what each slave holds.
+        Errors: INVALID_ARGUMENT (wrong cluster_id or broker_name, malformed report),
+        FAILED_PRECONDITION (this node is not the group's master, or the slave's log is not a
+        prefix of the master's: it holds bytes past the master's end), OUT_OF_RANGE (the slave's
+        end is below the master's first retained byte: retention deleted what it needs),
+        UNAVAILABLE (shutting down).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_HaPeerServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Replicate': grpc.stream_stream_rpc_method_handler(
+                    servicer.Replicate,
+                    request_deserializer=raftlog_dot_v1_dot_peer__pb2.SlaveReport.FromString,
+                    response_serializer=raftlog_dot_v1_dot_peer__pb2.CommitLogChunk.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'raftlog.v1.HaPeer', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('raftlog.v1.HaPeer', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class HaPeer:
+    """Master-slave replication (replication = "master-slave", RocketMQ's classic HA): a slave
+    copies its master's CommitLog byte for byte. Served by the master on its one port.
+    """
+
+    @staticmethod
+    def Replicate(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/raftlog.v1.HaPeer/Replicate',
+            raftlog_dot_v1_dot_peer__pb2.SlaveReport.SerializeToString,
+            raftlog_dot_v1_dot_peer__pb2.CommitLogChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

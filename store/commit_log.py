@@ -583,6 +583,29 @@ class CommitLog:
             yield position, magic, chunk[relative : relative + total_size]
             position += total_size
 
+    def read_items(self, start: int, max_bytes: int) -> tuple[int, bytes]:
+        """Whole items (records, or envelopes) from ``start``, an item boundary, to stream to a
+        replica: ``(where they start, their bytes)``, all in one segment and at most
+        ``max_bytes`` unless the first item alone is larger. A blank at ``start`` moves on to
+        the next segment; ``(max_offset, b"")`` when nothing is written past ``start`` yet."""
+        if start < self.min_offset:
+            raise InvalidOffsetError(f"read from {start}: the log starts at {self.min_offset}")
+        parts: list[memoryview] = []
+        first = self._max_offset
+        size = 0
+        for position, magic, item in self._items(start, self._max_offset):
+            if magic == BLANK_MAGIC:
+                if parts:
+                    break  # the segment ends here: the next read starts in the next one
+                continue
+            if parts and size + len(item) > max_bytes:
+                break
+            if not parts:
+                first = position
+            parts.append(item)
+            size += len(item)
+        return first, b"".join(parts)
+
     def _read_chunk(self, physical_offset: int, size_bytes: int) -> memoryview:
         segment = self._by_start.get(physical_offset - physical_offset % self._segment_size_bytes)
         if segment is None:

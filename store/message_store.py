@@ -71,6 +71,7 @@ from raftlog.store.dispatcher import Dispatcher
 from raftlog.store.errors import (
     BodyTooLargeError,
     DiskFullError,
+    InvalidOffsetError,
     StoreClosedError,
 )
 from raftlog.store.filesystem import FileSystem, OsFileSystem
@@ -86,6 +87,7 @@ from raftlog.store.message_reader import (
 from raftlog.store.message_writer import MessageWriter
 from raftlog.store.record import (
     MessageRecord,
+    verify_block,
 )
 from raftlog.store.retention import Retention, RetentionReport
 from raftlog.store.store_lock import AbortMarker, StoreLock
@@ -398,6 +400,28 @@ class MessageStore:
         else:
             self.dispatch()
         return results
+
+    def append_replicated(self, physical_offset: int, block: bytes) -> int:
+        """Store records a master streamed (a master-slave slave's write): ``block`` must be
+        whole records with their CRC trailers (CorruptRecordError otherwise) and land exactly
+        at ``physical_offset`` (InvalidOffsetError otherwise: the logs diverged), so the
+        replica stays byte-identical. Fsynced under SYNC_FLUSH; not dispatched (the caller
+        applies control records first, then calls ``dispatch``). Returns the new end."""
+        verify_block(block)
+        with self._write_lock:
+            if self._closed:
+                raise StoreClosedError("the store is closed")
+            position = self._commit_log.position_for(len(block))
+            if position != physical_offset:
+                raise InvalidOffsetError(
+                    f"replicated bytes for offset {physical_offset} would land at {position} "
+                    f"(this log ends at {self._commit_log.max_offset}): the logs diverged"
+                )
+            self._commit_log.append(block)
+        end = physical_offset + len(block)
+        if self._group_flusher is not None:
+            self._group_flusher.wait_flushed(end, self._sync_flush_timeout_s)
+        return end
 
     def truncate_after(self, physical_offset: int) -> None:
         """Drop every record at or past ``physical_offset`` (a record boundary): a Raft
