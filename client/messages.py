@@ -82,7 +82,10 @@ class OutgoingMessage:
 @dataclass(frozen=True, slots=True)
 class SendResult:
     """Where one sent message landed. ``duplicate`` is True when the server recognised a
-    resend of an already stored batch (idempotent producer) and repeated the first answer."""
+    resend of an already stored batch (idempotent producer) and repeated the first answer.
+    ``send_status`` is RocketMQ's: ``SEND_OK``, or, from a master-slave SYNC_MASTER,
+    ``FLUSH_SLAVE_TIMEOUT`` / ``SLAVE_NOT_AVAILABLE``: the message IS stored on the master,
+    but not yet on as many slaves as the group requires (``replicated`` is False)."""
 
     topic: str
     queue_id: int
@@ -92,6 +95,11 @@ class SendResult:
     duplicate: bool = False
     uniq_key: str = ""
     store_timestamp_ms: int = 0
+    send_status: str = "SEND_OK"
+
+    @property
+    def replicated(self) -> bool:
+        return self.send_status == "SEND_OK"
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +336,10 @@ class Member:
     replication_state: str = ""
     inflight_appends: int = 0
     recent_active: bool = False
+    # Master-slave mode, from the master's view: see ClusterStatus.
+    lag_bytes: int = 0
+    lag_ms: int = 0
+    in_sync: bool = False
 
     @classmethod
     def from_proto(cls, member: Any) -> Member:
@@ -343,13 +355,18 @@ class Member:
             replication_state=REPLICATION_STATE_NAMES.get(member.replication_state, ""),
             inflight_appends=member.inflight_appends,
             recent_active=member.recent_active,
+            lag_bytes=member.lag_bytes,
+            lag_ms=member.lag_ms,
+            in_sync=member.in_sync,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterStatus:
     """The cluster as one member (``node_id``) sees it. ``leader_id`` is "" when no leader
-    is known."""
+    is known. ``replication`` is "raft" or "master-slave"; in master-slave mode the leader is
+    the master, ``term`` the master epoch, and the indexes are CommitLog offsets in bytes
+    (``commit_index``: confirmed by the group; ``applied_index``: visible to readers)."""
 
     cluster_id: str
     node_id: str
@@ -362,6 +379,9 @@ class ClusterStatus:
     last_index: int
     members: tuple[Member, ...] = field(default=())
     transferring_to: str = ""
+    replication: str = "raft"
+    broker_name: str = ""
+    broker_role: str = ""
 
     @classmethod
     def from_proto(cls, response: Any) -> ClusterStatus:
@@ -378,6 +398,9 @@ class ClusterStatus:
             last_index=response.last_index,
             members=tuple(Member.from_proto(m) for m in response.members),
             transferring_to=response.transferring_to,
+            replication=response.replication or "raft",
+            broker_name=response.broker_name,
+            broker_role=response.broker_role,
         )
 
 

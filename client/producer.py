@@ -56,6 +56,12 @@ DEFAULT_MAX_PENDING_BATCHES = 1024
 # Sends queued behind each other are coalesced into one request up to these bounds.
 MAX_COALESCED_MESSAGES = 512
 MAX_COALESCED_BYTES = 1 << 20
+# The API's SendStatus -> RocketMQ's names (SendResult.send_status).
+_SEND_STATUS_NAMES = {
+    client_pb2.SEND_STATUS_OK: "SEND_OK",
+    client_pb2.SEND_STATUS_FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+    client_pb2.SEND_STATUS_SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
+}
 
 
 @dataclass
@@ -448,6 +454,7 @@ class Producer:
             )
 
         response = self._policy.run(produce, idempotent=idempotent)
+        send_status = _SEND_STATUS_NAMES.get(response.send_status, "SEND_OK")
         return [
             SendResult(
                 topic=batch.topic,
@@ -458,6 +465,7 @@ class Producer:
                 duplicate=response.duplicate,
                 uniq_key=uniq_key,
                 store_timestamp_ms=response.store_timestamp_ms,
+                send_status=send_status,
             )
             for result, uniq_key in zip(response.results, batch.uniq_keys, strict=False)
         ]

@@ -1,5 +1,6 @@
 """NodeServer: the gRPC server of one node: client services (Producer, Consumer, Admin), the
-peer service (RaftPeer), gRPC health checking and server reflection, on one port.
+peer service of its replication mode (RaftPeer, or HaPeer on a master), gRPC health checking
+and server reflection, on one port.
 
 Rules this module keeps: the thread pool is sized for the long-lived calls a node holds (one
 inbound Raft stream per peer, long polls) plus request handlers, so a burst of long polls
@@ -9,17 +10,17 @@ only between ``start`` and ``stop``; ``stop`` answers in-flight calls within its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent import futures
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from raftlog.node.peer.service import RaftPeerService
 from raftlog.node.services.client_api import ClientServices, add_client_services
 from raftlog.node.services.limits import ServiceLimits
 from raftlog.node.write_path import WritePath
-from raftlog.proto import client_pb2, peer_pb2, peer_pb2_grpc
+from raftlog.proto import client_pb2
 from raftlog.store.message_store import MessageStore
 
 _MAX_WORKERS = 64
@@ -33,11 +34,10 @@ _SERVER_OPTIONS: list[tuple[str, int]] = [
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.so_reuseport", 0),
 ]
-SERVICE_NAMES = (
+CLIENT_SERVICE_NAMES = (
     client_pb2.DESCRIPTOR.services_by_name["Producer"].full_name,
     client_pb2.DESCRIPTOR.services_by_name["Consumer"].full_name,
     client_pb2.DESCRIPTOR.services_by_name["Admin"].full_name,
-    peer_pb2.DESCRIPTOR.services_by_name["RaftPeer"].full_name,
 )
 
 
@@ -47,7 +47,8 @@ class NodeServer:
         listen_address: str,
         store: MessageStore,
         write_path: WritePath,
-        peer_service: RaftPeerService,
+        add_peer_service: Callable[[grpc.Server], None],
+        peer_service_name: str,
         limits: ServiceLimits,
     ) -> None:
         self._server = grpc.server(
@@ -57,18 +58,19 @@ class NodeServer:
         self._services: ClientServices = add_client_services(
             self._server, store, write_path, limits
         )
-        peer_pb2_grpc.add_RaftPeerServicer_to_server(peer_service, self._server)  # type: ignore[no-untyped-call]
+        add_peer_service(self._server)
+        self._service_names = (*CLIENT_SERVICE_NAMES, peer_service_name)
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(
-            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
+            (*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
         self.port = self._server.add_insecure_port(listen_address)
         if self.port == 0:
             raise OSError(f"cannot listen on {listen_address}")
 
     def _set_health(self, status: int) -> None:
-        for name in ("", *SERVICE_NAMES):
+        for name in ("", *self._service_names):
             self._health.set(name, status)
 
     def start(self) -> None:

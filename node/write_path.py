@@ -2,11 +2,11 @@
 
 A node's gRPC services never touch replication directly: writes (produce, consumer-group
 offset commits, topic creation), the linearizable reads (consumer-group offsets), leadership
-transfer and the cluster view all go through a ``WritePath``. Today the one implementation is
-the Raft replica (node/replication/replica.py): only the leader writes, and a write is
+transfer and the cluster view all go through a ``WritePath``. There are
+two: the Raft replica (node/replication/): only the leader writes, and a write is
 acknowledged once its entry is committed (a majority has it, fsynced or written as
-configured) and applied. The classic master-slave roles (SYNC_MASTER, ASYNC_MASTER, SLAVE)
-will plug in here as a second implementation, with the same errors.
+configured) and applied; and the master-slave group (node/masterslave/): only the master
+writes, and a SYNC_MASTER acknowledges once its in-sync slaves hold the write.
 
 Rules every implementation keeps:
 - Refuse before proposing when it may not write (NotLeaderError): nothing was written.
@@ -36,6 +36,9 @@ class ProduceOutcome:
     duplicate: bool
     raft_index: int
     raft_term: int
+    # Master-slave mode: SEND_OK, FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE (the last two:
+    # stored on the master, not yet on enough slaves). Raft mode acknowledges only SEND_OK.
+    replication_status: str = "SEND_OK"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,10 @@ class MemberView:
     replication_state: str = ""  # "probe", "replicate", "snapshot" (leader only)
     inflight_appends: int = 0
     recent_active: bool = False
+    # Master-slave mode (seen from the master): bytes and time behind, and in-sync membership.
+    lag_bytes: int = 0
+    lag_ms: int = 0
+    in_sync: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +74,11 @@ class ClusterView:
     last_index: int
     members: list[MemberView]
     transferring_to: str | None
+    # "raft", or "master-slave" (then term is the master epoch, commit_index the confirmed
+    # CommitLog offset, applied_index the dispatched one, last_index the CommitLog's end).
+    replication: str = "raft"
+    broker_name: str = ""
+    broker_role: str = ""
 
 
 class WritePath(Protocol):

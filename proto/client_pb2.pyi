@@ -8,6 +8,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class SendStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEND_STATUS_OK: _ClassVar[SendStatus]
+    SEND_STATUS_FLUSH_SLAVE_TIMEOUT: _ClassVar[SendStatus]
+    SEND_STATUS_SLAVE_NOT_AVAILABLE: _ClassVar[SendStatus]
+
 class PullStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PULL_STATUS_UNSPECIFIED: _ClassVar[PullStatus]
@@ -33,6 +39,9 @@ class ReplicationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REPLICATION_STATE_PROBE: _ClassVar[ReplicationState]
     REPLICATION_STATE_REPLICATE: _ClassVar[ReplicationState]
     REPLICATION_STATE_SNAPSHOT: _ClassVar[ReplicationState]
+SEND_STATUS_OK: SendStatus
+SEND_STATUS_FLUSH_SLAVE_TIMEOUT: SendStatus
+SEND_STATUS_SLAVE_NOT_AVAILABLE: SendStatus
 PULL_STATUS_UNSPECIFIED: PullStatus
 PULL_STATUS_FOUND: PullStatus
 PULL_STATUS_NO_NEW_MESSAGES: PullStatus
@@ -164,18 +173,20 @@ class ProduceResult(_message.Message):
     def __init__(self, queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., physical_offset: _Optional[int] = ..., msg_id: _Optional[str] = ...) -> None: ...
 
 class ProduceResponse(_message.Message):
-    __slots__ = ("results", "store_timestamp_ms", "duplicate", "raft_index", "raft_term")
+    __slots__ = ("results", "store_timestamp_ms", "duplicate", "raft_index", "raft_term", "send_status")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     STORE_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     RAFT_INDEX_FIELD_NUMBER: _ClassVar[int]
     RAFT_TERM_FIELD_NUMBER: _ClassVar[int]
+    SEND_STATUS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[ProduceResult]
     store_timestamp_ms: int
     duplicate: bool
     raft_index: int
     raft_term: int
-    def __init__(self, results: _Optional[_Iterable[_Union[ProduceResult, _Mapping]]] = ..., store_timestamp_ms: _Optional[int] = ..., duplicate: _Optional[bool] = ..., raft_index: _Optional[int] = ..., raft_term: _Optional[int] = ...) -> None: ...
+    send_status: SendStatus
+    def __init__(self, results: _Optional[_Iterable[_Union[ProduceResult, _Mapping]]] = ..., store_timestamp_ms: _Optional[int] = ..., duplicate: _Optional[bool] = ..., raft_index: _Optional[int] = ..., raft_term: _Optional[int] = ..., send_status: _Optional[_Union[SendStatus, str]] = ...) -> None: ...
 
 class PullRequest(_message.Message):
     __slots__ = ("topic", "queue_id", "queue_offset", "max_messages", "max_bytes", "tags", "long_poll_timeout_ms", "consumer_group", "return_records")
@@ -388,7 +399,7 @@ class ClusterStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Member(_message.Message):
-    __slots__ = ("node_id", "address", "role", "voter", "has_progress", "match_index", "lag_entries", "replication_state", "inflight_appends", "recent_active")
+    __slots__ = ("node_id", "address", "role", "voter", "has_progress", "match_index", "lag_entries", "replication_state", "inflight_appends", "recent_active", "lag_bytes", "lag_ms", "in_sync")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -399,6 +410,9 @@ class Member(_message.Message):
     REPLICATION_STATE_FIELD_NUMBER: _ClassVar[int]
     INFLIGHT_APPENDS_FIELD_NUMBER: _ClassVar[int]
     RECENT_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    LAG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LAG_MS_FIELD_NUMBER: _ClassVar[int]
+    IN_SYNC_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     address: str
     role: MemberRole
@@ -409,10 +423,13 @@ class Member(_message.Message):
     replication_state: ReplicationState
     inflight_appends: int
     recent_active: bool
-    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., role: _Optional[_Union[MemberRole, str]] = ..., voter: _Optional[bool] = ..., has_progress: _Optional[bool] = ..., match_index: _Optional[int] = ..., lag_entries: _Optional[int] = ..., replication_state: _Optional[_Union[ReplicationState, str]] = ..., inflight_appends: _Optional[int] = ..., recent_active: _Optional[bool] = ...) -> None: ...
+    lag_bytes: int
+    lag_ms: int
+    in_sync: bool
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., role: _Optional[_Union[MemberRole, str]] = ..., voter: _Optional[bool] = ..., has_progress: _Optional[bool] = ..., match_index: _Optional[int] = ..., lag_entries: _Optional[int] = ..., replication_state: _Optional[_Union[ReplicationState, str]] = ..., inflight_appends: _Optional[int] = ..., recent_active: _Optional[bool] = ..., lag_bytes: _Optional[int] = ..., lag_ms: _Optional[int] = ..., in_sync: _Optional[bool] = ...) -> None: ...
 
 class ClusterStatusResponse(_message.Message):
-    __slots__ = ("cluster_id", "node_id", "role", "leader_id", "leader_address", "term", "commit_index", "applied_index", "last_index", "members", "transferring_to")
+    __slots__ = ("cluster_id", "node_id", "role", "leader_id", "leader_address", "term", "commit_index", "applied_index", "last_index", "members", "transferring_to", "replication", "broker_name", "broker_role")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -424,6 +441,9 @@ class ClusterStatusResponse(_message.Message):
     LAST_INDEX_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     TRANSFERRING_TO_FIELD_NUMBER: _ClassVar[int]
+    REPLICATION_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ROLE_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     node_id: str
     role: MemberRole
@@ -435,7 +455,10 @@ class ClusterStatusResponse(_message.Message):
     last_index: int
     members: _containers.RepeatedCompositeFieldContainer[Member]
     transferring_to: str
-    def __init__(self, cluster_id: _Optional[str] = ..., node_id: _Optional[str] = ..., role: _Optional[_Union[MemberRole, str]] = ..., leader_id: _Optional[str] = ..., leader_address: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., last_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., transferring_to: _Optional[str] = ...) -> None: ...
+    replication: str
+    broker_name: str
+    broker_role: str
+    def __init__(self, cluster_id: _Optional[str] = ..., node_id: _Optional[str] = ..., role: _Optional[_Union[MemberRole, str]] = ..., leader_id: _Optional[str] = ..., leader_address: _Optional[str] = ..., term: _Optional[int] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., last_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., transferring_to: _Optional[str] = ..., replication: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_role: _Optional[str] = ...) -> None: ...
 
 class TransferLeadershipRequest(_message.Message):
     __slots__ = ("target_id",)

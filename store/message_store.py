@@ -86,6 +86,7 @@ from raftlog.store.message_reader import (
 )
 from raftlog.store.message_writer import MessageWriter
 from raftlog.store.record import (
+    BlockRecord,
     MessageRecord,
     verify_block,
 )
@@ -401,13 +402,13 @@ class MessageStore:
             self.dispatch()
         return results
 
-    def append_replicated(self, physical_offset: int, block: bytes) -> int:
+    def append_replicated(self, physical_offset: int, block: bytes) -> list[BlockRecord]:
         """Store records a master streamed (a master-slave slave's write): ``block`` must be
         whole records with their CRC trailers (CorruptRecordError otherwise) and land exactly
         at ``physical_offset`` (InvalidOffsetError otherwise: the logs diverged), so the
         replica stays byte-identical. Fsynced under SYNC_FLUSH; not dispatched (the caller
-        applies control records first, then calls ``dispatch``). Returns the new end."""
-        verify_block(block)
+        applies control records first, then calls ``dispatch``). Returns the records, checked."""
+        records = verify_block(block)
         with self._write_lock:
             if self._closed:
                 raise StoreClosedError("the store is closed")
@@ -418,10 +419,11 @@ class MessageStore:
                     f"(this log ends at {self._commit_log.max_offset}): the logs diverged"
                 )
             self._commit_log.append(block)
-        end = physical_offset + len(block)
         if self._group_flusher is not None:
-            self._group_flusher.wait_flushed(end, self._sync_flush_timeout_s)
-        return end
+            self._group_flusher.wait_flushed(
+                physical_offset + len(block), self._sync_flush_timeout_s
+            )
+        return records
 
     def truncate_after(self, physical_offset: int) -> None:
         """Drop every record at or past ``physical_offset`` (a record boundary): a Raft

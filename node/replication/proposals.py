@@ -29,18 +29,18 @@ import concurrent.futures
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from raftlog.node.control import (
+    CONTROL_TOPIC,
+    ControlCommand,
+    ProduceMarker,
+    control_message,
+)
 from raftlog.node.errors import (
     NodeError,
     OverloadedError,
     SequenceForgottenError,
     SequenceGapError,
     UnknownOutcomeError,
-)
-from raftlog.node.replication.control import (
-    CONTROL_TOPIC,
-    ControlCommand,
-    ProduceMarker,
-    control_message,
 )
 from raftlog.node.replication.producer_table import ProducerTable
 from raftlog.node.replication.raft_entry import ENTRY_HEADER_SIZE_BYTES

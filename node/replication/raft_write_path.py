@@ -20,19 +20,19 @@ import os
 import time
 from collections.abc import Sequence
 
+from raftlog.node.control import (
+    CommitOffsets,
+    ControlCommand,
+    CreateTopic,
+    control_message,
+    is_reserved_topic,
+)
 from raftlog.node.errors import (
     InvalidRequestError,
     NodeError,
     NotLeaderError,
     OverloadedError,
     UnknownOutcomeError,
-)
-from raftlog.node.replication.control import (
-    CommitOffsets,
-    ControlCommand,
-    CreateTopic,
-    control_message,
-    is_reserved_topic,
 )
 from raftlog.node.replication.proposals import Proposal
 from raftlog.node.replication.raft_entry import envelope_size_bytes

@@ -33,11 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from raftlog.node.replication.control import (
-    CommitOffsets,
+from raftlog.node.control import (
     ControlCommand,
-    CreateTopic,
     ProduceMarker,
+    apply_to_store,
     control_command_of,
 )
 from raftlog.node.replication.planted_bugs import NodePlantedBug
@@ -190,11 +189,8 @@ class ReadyHandler:
                 self.producers.apply(
                     command.producer_id, command.sequence, (entry.index, entry.term), timestamp_ms
                 )
-            elif isinstance(command, CreateTopic):
-                self._store.create_topic(command.topic, command.queue_count)
-            elif isinstance(command, CommitOffsets):
-                for topic, queue_id, queue_offset in command.offsets:
-                    self._store.commit_consumer_offset(command.group, topic, queue_id, queue_offset)
+            else:
+                apply_to_store(self._store, command)
         except StoreError as error:
             # The leader validated it; a replica that disagrees logs it (same on every replica).
             _log.warning("control command at index %d not applied: %s", entry.index, error)

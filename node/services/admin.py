@@ -158,6 +158,9 @@ def cluster_status(view: ClusterView) -> client_pb2.ClusterStatusResponse:
         last_index=view.last_index,
         members=[_member(member) for member in members],
         transferring_to=view.transferring_to or "",
+        replication=view.replication,
+        broker_name=view.broker_name,
+        broker_role=view.broker_role,
     )
 
 
@@ -175,6 +178,9 @@ def _member(member: MemberView) -> client_pb2.Member:
         ),
         inflight_appends=member.inflight_appends,
         recent_active=member.recent_active,
+        lag_bytes=member.lag_bytes,
+        lag_ms=member.lag_ms,
+        in_sync=member.in_sync,
     )
 
 

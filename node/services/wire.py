@@ -30,8 +30,8 @@ import threading
 import zlib
 from collections.abc import Callable, Sequence
 
+from raftlog.node.control import RESERVED_TOPIC_PREFIX, is_reserved_topic
 from raftlog.node.errors import InvalidRequestError
-from raftlog.node.replication.control import RESERVED_TOPIC_PREFIX, is_reserved_topic
 from raftlog.node.write_path import ProduceOutcome
 from raftlog.proto import client_pb2
 from raftlog.store.errors import InvalidMessageIdError
@@ -212,7 +212,16 @@ def produce_response(outcome: ProduceOutcome) -> client_pb2.ProduceResponse:
         duplicate=outcome.duplicate,
         raft_index=outcome.raft_index,
         raft_term=outcome.raft_term,
+        send_status=_SEND_STATUSES[outcome.replication_status],
     )
+
+
+# ProduceOutcome.replication_status (RocketMQ's SendStatus names) -> the API's enum.
+_SEND_STATUSES = {
+    "SEND_OK": client_pb2.SEND_STATUS_OK,
+    "FLUSH_SLAVE_TIMEOUT": client_pb2.SEND_STATUS_FLUSH_SLAVE_TIMEOUT,
+    "SLAVE_NOT_AVAILABLE": client_pb2.SEND_STATUS_SLAVE_NOT_AVAILABLE,
+}
 
 
 # ---------------------------------------------------------------------- API -> store

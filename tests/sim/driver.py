@@ -30,8 +30,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
 from raftlog.node.errors import NodeError, NotLeaderError
-from raftlog.node.replication.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
 from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.node.replication.proposals import Proposal, Proposals
 from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES

@@ -1,5 +1,7 @@
 """Control commands: the node's own replicated state (topics, consumer-group offsets, the
-idempotent producers' sequences), carried through the Raft log as records of one system topic.
+idempotent producers' sequences), carried through the replicated log as records of one system
+topic: in Raft entries (replication = "raft"), or in the CommitLog bytes a master streams to
+its slaves (replication = "master-slave").
 
 Why records and not a third entry kind: the CommitLog entry payload is a sequence of message
 records (raft_entry.py), which the store dispatches without knowing Raft. A command written as
@@ -23,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from raftlog.store.message_store import Message
+from raftlog.store.message_store import Message, MessageStore
 from raftlog.store.record import decode_record, read_dispatch_info
 
 RESERVED_TOPIC_PREFIX = "__raftlog"
@@ -105,3 +107,13 @@ def _decode_body(body: bytes) -> ControlCommand:
     except (KeyError, TypeError, json.JSONDecodeError) as error:
         raise ValueError(f"malformed control record: {error}") from error
     raise ValueError(f"unknown control operation {op!r}")
+
+
+def apply_to_store(store: MessageStore, command: CreateTopic | CommitOffsets) -> None:
+    """Apply a topic or offset command to ``store`` (what every replica does in log order).
+    Raises the store's errors; the caller decides how a replica that disagrees reacts."""
+    if isinstance(command, CreateTopic):
+        store.create_topic(command.topic, command.queue_count)
+    else:
+        for topic, queue_id, queue_offset in command.offsets:
+            store.commit_consumer_offset(command.group, topic, queue_id, queue_offset)

@@ -1,0 +1,153 @@
+"""HaPeerService: the master's end of the HA stream (peer.proto ``HaPeer.Replicate``).
+
+Each slave holds one stream. The master checks the slave's first report (cluster, broker
+group, and that the slave's log is a prefix of its own), then sends whole records from the
+slave's end on, in chunks of at most ``chunk_bytes`` that never cross a segment, and an empty
+chunk every ``heartbeat_s`` when there is nothing new. A reader thread per stream takes the
+slave's reports and hands them to MasterState (in-sync tracking, SYNC_MASTER waits).
+
+Rules this module keeps:
+- Bad input gets a gRPC status with a message (peer.proto lists them), never a crash; a
+  report that goes backwards ends the stream (the slave reconnects from what it holds).
+- The slave's log must be a prefix of the master's: a slave ending past the master, or
+  inside what the master no longer has, is refused, never "repaired" by guessing.
+- Every loop ends when the stream ends, the master closes, or the call is cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import grpc
+
+from raftlog.node.masterslave.master_state import MasterState
+from raftlog.proto import peer_pb2, peer_pb2_grpc
+from raftlog.store.errors import CorruptRecordError
+from raftlog.store.message_store import MessageStore
+
+_log = logging.getLogger("raftlog.node.ha")
+
+
+@dataclass(frozen=True, slots=True)
+class HaServiceSettings:
+    cluster_id: str
+    broker_name: str
+    epoch: int = 0
+    chunk_bytes: int = 1 << 20
+    heartbeat_s: float = 1.0
+
+
+class _Sent:
+    """What the stream last sent, for the reader thread's caught-up rule."""
+
+    def __init__(self, end_offset: int, at_ms: int) -> None:
+        self.end_offset = end_offset
+        self.at_ms = at_ms
+
+
+class HaPeerService(peer_pb2_grpc.HaPeerServicer):
+    def __init__(
+        self, settings: HaServiceSettings, store: MessageStore, state: MasterState
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._state = state
+
+    def Replicate(
+        self, request_iterator: Iterator[peer_pb2.SlaveReport], context: grpc.ServicerContext
+    ) -> Iterator[peer_pb2.CommitLogChunk]:
+        first = next(request_iterator, None)
+        if first is None:
+            return
+        start = self._check_first(first, context)
+        node_id = first.node_id
+        sent = _Sent(first.max_offset, self._state.now_ms())
+        self._state.slave_reported(node_id, first.max_offset, sent.end_offset, sent.at_ms)
+        reader = threading.Thread(
+            target=self._read_reports,
+            args=(request_iterator, node_id, sent, context),
+            name=f"ha-reports-{node_id}",
+            daemon=True,
+        )
+        reader.start()
+        _log.info("slave %s streams from offset %d", node_id, start)
+        try:
+            yield from self._chunks(start, sent, context)
+        finally:
+            self._state.slave_gone(node_id)
+            _log.info("slave %s stream ended", node_id)
+
+    def _check_first(self, report: peer_pb2.SlaveReport, context: grpc.ServicerContext) -> int:
+        settings = self._settings
+        if report.cluster_id != settings.cluster_id or report.broker_name != settings.broker_name:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"this master serves cluster {settings.cluster_id!r} broker "
+                f"{settings.broker_name!r}, not cluster {report.cluster_id!r} broker "
+                f"{report.broker_name!r}",
+            )
+        if not report.node_id or report.max_offset < 0 or report.flushed_offset < 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed slave report")
+        log = self._store.commit_log
+        if report.max_offset > log.max_offset:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"slave {report.node_id} holds bytes up to {report.max_offset}, past this "
+                f"master's end {log.max_offset}: its log is not a prefix of the master's",
+            )
+        if report.max_offset < log.min_offset:
+            context.abort(
+                grpc.StatusCode.OUT_OF_RANGE,
+                f"slave {report.node_id} ends at {report.max_offset}; this master keeps bytes "
+                f"from {log.min_offset} on (retention deleted the rest)",
+            )
+        return int(report.max_offset)
+
+    def _chunks(
+        self, start: int, sent: _Sent, context: grpc.ServicerContext
+    ) -> Iterator[peer_pb2.CommitLogChunk]:
+        settings, log, state = self._settings, self._store.commit_log, self._state
+        offset = start
+        while context.is_active() and not state.closed:
+            try:
+                position, data = log.read_items(offset, settings.chunk_bytes)
+            except CorruptRecordError as error:
+                _log.error("cannot stream the CommitLog at %d: %s", offset, error)
+                context.abort(grpc.StatusCode.INTERNAL, str(error))
+            if not data:
+                state.wait_for_bytes(offset, settings.heartbeat_s)
+                if log.max_offset > offset:
+                    continue
+            sent.end_offset, sent.at_ms = log.max_offset, state.now_ms()
+            yield peer_pb2.CommitLogChunk(
+                physical_offset=position,
+                data=data,
+                data_crc32=zlib.crc32(data),
+                master_max_offset=sent.end_offset,
+                confirm_offset=state.confirmed_offset(),
+                master_epoch=settings.epoch,
+            )
+            offset = position + len(data)
+
+    def _read_reports(
+        self,
+        reports: Iterator[peer_pb2.SlaveReport],
+        node_id: str,
+        sent: _Sent,
+        context: grpc.ServicerContext,
+    ) -> None:
+        last = -1
+        try:
+            for report in reports:
+                if report.node_id != node_id or report.max_offset < last:
+                    _log.warning("slave %s sent an inconsistent report; ending its stream", node_id)
+                    context.cancel()
+                    return
+                last = report.max_offset
+                self._state.slave_reported(node_id, report.max_offset, sent.end_offset, sent.at_ms)
+        except grpc.RpcError:
+            pass  # the stream ended; Replicate's finally forgets the slave

@@ -1,0 +1,124 @@
+"""MasterState: what a master-slave master shares between its writers and its slaves' streams.
+
+Writers (the write path) tell it when the CommitLog grew and wait on it for the group to
+confirm a write; each slave's stream (ha_service.py) waits on it for new bytes and reports
+what the slave stored. It owns the InSyncSet and the one condition every side waits on.
+
+Rules this module keeps:
+- A SYNC_MASTER's answer is honest: SEND_OK once ``needed`` replicas (the master included)
+  hold the write; SLAVE_NOT_AVAILABLE at once when too few slaves are in sync to ever
+  confirm it; FLUSH_SLAVE_TIMEOUT when they did not within the timeout. In the last two the
+  write IS stored on the master (RocketMQ's statuses).
+- An ASYNC_MASTER answers SEND_OK after its own write (and flush, under SYNC_FLUSH).
+- Every wait is bounded by its timeout and ends at once on ``close``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from raftlog.node.masterslave.in_sync import InSyncSet, SlaveLag
+
+SEND_OK = "SEND_OK"
+FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class MasterState:
+    def __init__(
+        self,
+        in_sync: InSyncSet,
+        master_end: Callable[[], int],
+        *,
+        synchronous: bool,
+        now_ms: Callable[[], int] = monotonic_ms,
+    ) -> None:
+        """``master_end``: the offset the master itself holds (its flushed end under
+        SYNC_FLUSH, its written end otherwise)."""
+        self._in_sync = in_sync
+        self._master_end = master_end
+        self._synchronous = synchronous
+        self._now_ms = now_ms
+        self._changed = threading.Condition()
+        self._closed = False
+
+    # -- writers ------------------------------------------------------------------------------
+
+    def written(self) -> None:
+        """The CommitLog grew: wake the slaves' streams."""
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_replicated(self, end_offset: int, timeout_s: float) -> str:
+        """How the write ending at ``end_offset`` stands: SEND_OK, FLUSH_SLAVE_TIMEOUT or
+        SLAVE_NOT_AVAILABLE (see the module docstring)."""
+        if not self._synchronous:
+            return SEND_OK
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                master_end, now_ms = self._master_end(), self._now_ms()
+                if self._in_sync.confirmed_offset(master_end, now_ms) >= end_offset:
+                    return SEND_OK
+                if not self._in_sync.can_confirm(master_end, now_ms):
+                    return SLAVE_NOT_AVAILABLE
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed:
+                    return FLUSH_SLAVE_TIMEOUT
+                self._changed.wait(remaining)
+
+    # -- slaves' streams ----------------------------------------------------------------------
+
+    def slave_reported(
+        self, node_id: str, acked_offset: int, sent_end_offset: int, sent_at_ms: int
+    ) -> None:
+        with self._changed:
+            self._in_sync.report(node_id, acked_offset, sent_end_offset, sent_at_ms)
+            self._changed.notify_all()
+
+    def slave_gone(self, node_id: str) -> None:
+        with self._changed:
+            self._in_sync.disconnect(node_id)
+            self._changed.notify_all()
+
+    def wait_for_bytes(self, past_offset: int, timeout_s: float) -> None:
+        """Block until the master's log ends past ``past_offset``, ``close``, or the timeout."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._closed or self._master_end() > past_offset, timeout_s
+            )
+
+    # -- views --------------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return self._now_ms()
+
+    def confirmed_offset(self) -> int:
+        with self._changed:
+            master_end = self._master_end()
+            if not self._synchronous:
+                return master_end
+            return self._in_sync.confirmed_offset(master_end, self._now_ms())
+
+    def lags(self) -> list[SlaveLag]:
+        with self._changed:
+            return self._in_sync.lags(self._master_end(), self._now_ms())
+
+    def in_sync_ids(self) -> list[str]:
+        with self._changed:
+            return self._in_sync.in_sync(self._master_end(), self._now_ms())
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()

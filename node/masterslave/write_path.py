@@ -1,0 +1,284 @@
+"""MasterSlaveWritePath: the WritePath (node/write_path.py) of replication = "master-slave".
+
+On the master a write goes straight to the local store (validated, stamped, written and,
+under SYNC_FLUSH, fsynced), the slaves' streams are woken, and a SYNC_MASTER then waits for
+its in-sync slaves (MasterState). On a slave every write is refused with the master's
+address, as Raft followers refuse with the leader's.
+
+Rules this module keeps:
+- A write is stored on the master before any status is decided: SEND_OK,
+  FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE all mean "stored on the master"; the latter two
+  say it is not (yet) on enough slaves. None of them is reported as a failure.
+- Topics and consumer offsets travel as control records in the same CommitLog stream (so a
+  slave has them in log order), and are applied on the master once written.
+- The idempotent producer (producer_id + sequence) is deduplicated by the running master
+  (sequences.py): exactly once while the master runs, at least once across its restart.
+- One writer at a time: the master's store serialises writes itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from raftlog.node.control import (
+    CommitOffsets,
+    ControlCommand,
+    CreateTopic,
+    apply_to_store,
+    control_message,
+    is_reserved_topic,
+)
+from raftlog.node.errors import InvalidRequestError, NotLeaderError
+from raftlog.node.masterslave.master_state import MasterState
+from raftlog.node.masterslave.sequences import ProducerSequences
+from raftlog.node.write_path import ClusterView, MemberView, ProduceOutcome
+from raftlog.store.errors import InvalidOffsetError, InvalidQueueIdError, InvalidTopicError
+from raftlog.store.message_store import Message, MessageStore, PutResult
+from raftlog.store.record import read_store_timestamp_ms
+from raftlog.store.topic_config import MAX_QUEUE_COUNT, TopicConfig
+from raftlog.store.validation import validate_topic
+
+# Enough of a record to read its store timestamp, whatever its host variant.
+_RECORD_HEAD_BYTES = 128
+# Idempotent producers idle longer than this are forgotten (as the Raft mode's table).
+_PRODUCER_RETENTION_MS = 15 * 60 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """Who is who in the broker group, as this node's configuration says."""
+
+    cluster_id: str
+    broker_name: str
+    node_id: str
+    role: str  # SYNC_MASTER, ASYNC_MASTER or SLAVE
+    master_id: str
+    members: dict[str, str]  # node id -> address
+    sync_timeout_s: float
+    epoch: int = 0
+
+
+class MasterSlaveWritePath:
+    def __init__(
+        self, settings: GroupSettings, store: MessageStore, master: MasterState | None
+    ) -> None:
+        """``master`` is the master's shared state; None on a slave."""
+        self._settings = settings
+        self._store = store
+        self._master = master
+        self._sequences = ProducerSequences(_PRODUCER_RETENTION_MS)
+        self.visible = threading.Condition()
+
+    # -- who may write ------------------------------------------------------------------------
+
+    def _require_master(self) -> MasterState:
+        if self._master is None:
+            settings = self._settings
+            raise NotLeaderError(
+                settings.master_id, settings.members.get(settings.master_id), settings.epoch
+            )
+        return self._master
+
+    def notify_visible(self) -> None:
+        with self.visible:
+            self.visible.notify_all()
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def produce(
+        self,
+        messages: Sequence[Message],
+        *,
+        producer_id: str,
+        sequence: int,
+        timeout_s: float,
+    ) -> ProduceOutcome:
+        master = self._require_master()
+        for topic in {m.topic for m in messages}:
+            if is_reserved_topic(topic):
+                raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
+        if not messages:
+            raise InvalidRequestError("the batch holds no message")
+
+        def write() -> ProduceOutcome:
+            results = self._store.put_messages(messages)
+            return self._outcome(master, results, [m.queue_id for m in messages], timeout_s)
+
+        return self._once(producer_id, sequence, write)
+
+    def _once(
+        self, producer_id: str, sequence: int, write: Callable[[], ProduceOutcome]
+    ) -> ProduceOutcome:
+        """``write()``, or for an idempotent producer the dedup verdict of its sequence."""
+        if not producer_id:
+            return write()
+        with self._sequences.hold(producer_id) as producer:
+            earlier = self._sequences.earlier_outcome(producer, producer_id, sequence)
+            if earlier is not None:
+                return earlier
+            outcome = write()
+            self._sequences.record(producer, sequence, outcome)
+            return outcome
+
+    def produce_encoded(
+        self,
+        topic: str,
+        records: bytes,
+        *,
+        producer_id: str,
+        sequence: int,
+        timeout_s: float,
+    ) -> ProduceOutcome:
+        master = self._require_master()
+        entries = self._store.check_encoded(records)
+        if not entries:
+            raise InvalidRequestError("the batch holds no message")
+        for (record_topic, _), _ in entries:
+            if record_topic != topic:
+                raise InvalidTopicError(
+                    f"a record names topic {record_topic!r}; the request is for {topic!r}"
+                )
+            if is_reserved_topic(record_topic):
+                raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
+
+        def write() -> ProduceOutcome:
+            results = self._store.put_encoded(records)
+            return self._outcome(master, results, [queue for (_, queue), _ in entries], timeout_s)
+
+        return self._once(producer_id, sequence, write)
+
+    def _outcome(
+        self,
+        master: MasterState,
+        results: list[PutResult],
+        queue_ids: list[int],
+        timeout_s: float,
+    ) -> ProduceOutcome:
+        master.written()
+        self.notify_visible()
+        log = self._store.commit_log
+        first = results[0].physical_offset
+        head = log.read(first, min(_RECORD_HEAD_BYTES, log.max_offset - first))
+        last = results[-1].physical_offset
+        end = last + int.from_bytes(log.read(last, 4), "big")
+        status = master.wait_replicated(end, min(timeout_s, self._settings.sync_timeout_s))
+        return ProduceOutcome(
+            results=results,
+            queue_ids=queue_ids,
+            store_timestamp_ms=read_store_timestamp_ms(head),
+            duplicate=False,
+            raft_index=0,
+            raft_term=self._settings.epoch,
+            replication_status=status,
+        )
+
+    def _control(self, command: ControlCommand, timeout_s: float) -> str:
+        """Write ``command`` as a control record, apply it here, wait like a produce."""
+        master = self._require_master()
+        assert isinstance(command, CreateTopic | CommitOffsets)
+        results = self._store.put_messages([control_message(command)])
+        apply_to_store(self._store, command)
+        return self._outcome(master, results, [0], timeout_s).replication_status
+
+    def commit_offsets(
+        self, group: str, offsets: Sequence[tuple[str, int, int]], *, timeout_s: float
+    ) -> int:
+        self._require_master()
+        for topic, queue_id, queue_offset in offsets:
+            queue_count = self._store.describe_topic(topic).queue_count
+            if not 0 <= queue_id < queue_count:
+                raise InvalidQueueIdError(
+                    f"queue id {queue_id} is not below topic {topic!r}'s {queue_count} queues"
+                )
+            if queue_offset < 0:
+                raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
+        self._control(CommitOffsets(group, tuple(offsets)), timeout_s)
+        return 0
+
+    def fetch_offsets(
+        self, group: str, queues: Sequence[tuple[str, int]], *, timeout_s: float
+    ) -> list[int | None]:
+        self._require_master()  # the master is the one writer: its store is the latest
+        return [self._store.fetch_consumer_offset(group, t, q) for t, q in queues]
+
+    def create_topic(
+        self, topic: str, queue_count: int, *, timeout_s: float
+    ) -> tuple[TopicConfig, bool]:
+        if is_reserved_topic(topic):
+            raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
+        validate_topic(topic, self._store.limits)
+        if not 1 <= queue_count <= MAX_QUEUE_COUNT:
+            raise InvalidQueueIdError(
+                f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"
+            )
+        self._require_master()
+        existing = {t.name: t for t in self._store.list_topics()}.get(topic)
+        if existing is not None and queue_count == existing.queue_count:
+            return existing, False
+        if existing is not None and queue_count < existing.queue_count:
+            raise InvalidQueueIdError(
+                f"topic {topic!r} has {existing.queue_count} queues; cannot shrink to {queue_count}"
+            )
+        self._control(CreateTopic(topic, queue_count), timeout_s)
+        return self._store.describe_topic(topic), True
+
+    def transfer_leadership(self, target_id: str | None, *, timeout_s: float) -> ClusterView:
+        raise InvalidRequestError(
+            "a master-slave group has no leadership transfer: in static mode the master is "
+            "broker_id 0 (restart the group with another master to change it)"
+        )
+
+    # -- views --------------------------------------------------------------------------------
+
+    def cluster_view(self) -> ClusterView:
+        settings = self._settings
+        master = self._master
+        log = self._store.commit_log
+        lags = {lag.node_id: lag for lag in master.lags()} if master is not None else {}
+        members = []
+        for node_id, address in sorted(settings.members.items()):
+            lag = lags.get(node_id)
+            members.append(
+                MemberView(
+                    node_id=node_id,
+                    address=address,
+                    role="leader" if node_id == settings.master_id else "follower",
+                    voter=True,
+                    has_progress=lag is not None,
+                    match_index=lag.acked_offset if lag is not None else 0,
+                    lag_entries=lag.lag_bytes if lag is not None else 0,
+                    recent_active=lag is not None,
+                    lag_bytes=lag.lag_bytes if lag is not None else 0,
+                    lag_ms=lag.lag_ms if lag is not None else 0,
+                    in_sync=lag.in_sync if lag is not None else node_id == settings.master_id,
+                )
+            )
+        return ClusterView(
+            cluster_id=settings.cluster_id,
+            node_id=settings.node_id,
+            role="leader" if master is not None else "follower",
+            leader_id=settings.master_id,
+            leader_address=settings.members.get(settings.master_id),
+            term=settings.epoch,
+            commit_index=master.confirmed_offset() if master is not None else 0,
+            applied_index=self._store.dispatched_physical_offset,
+            last_index=log.max_offset,
+            members=members,
+            transferring_to=None,
+            replication="master-slave",
+            broker_name=settings.broker_name,
+            broker_role=settings.role,
+        )
+
+    def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        with self.visible:
+            while self._store.dispatched_physical_offset <= after_physical_offset:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.visible.wait(remaining)
+        return self._store.dispatched_physical_offset

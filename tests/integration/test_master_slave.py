@@ -1,0 +1,205 @@
+"""A static master-slave group in this process (real gRPC servers, real files): one master
+(broker_id 0) and two slaves streaming its CommitLog. The typed client works unchanged; the
+slaves are byte-identical and serve the same messages; a SYNC_MASTER answers honestly when
+its slaves are gone; the HA stream refuses bad and hostile reports."""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from raftlog.client import Admin, Consumer, Producer
+from raftlog.node.config import NodeConfig
+from raftlog.node.process import Node
+from raftlog.proto import client_pb2, client_pb2_grpc, peer_pb2, peer_pb2_grpc
+from raftlog.store.errors import CorruptRecordError
+from tests.support.inprocess_cluster import free_port
+
+TOPIC = "orders"
+
+
+class Group:
+    """n1 is the master; n2 and n3 are its slaves."""
+
+    def __init__(self, root: Path, role: str, **config: object) -> None:
+        self.root = root
+        self.role = role
+        self.config = config
+        self.addresses = {f"n{i}": f"127.0.0.1:{free_port()}" for i in (1, 2, 3)}
+        self.nodes: dict[str, Node] = {}
+
+    def start(self, node_id: str) -> Node:
+        master = node_id == "n1"
+        node = Node(
+            NodeConfig(
+                node_id=node_id,
+                listen_address=self.addresses[node_id],
+                peers=dict(self.addresses),
+                data_dir=str(self.root / node_id),
+                replication="master-slave",
+                broker_id=0 if master else int(node_id[1:]) - 1,
+                broker_role=self.role if master else "SLAVE",
+                ha_master_address=None if master else self.addresses["n1"],
+                **self.config,  # type: ignore[arg-type]
+            )
+        )
+        node.start()
+        self.nodes[node_id] = node
+        return node
+
+    def stop(self, node_id: str) -> None:
+        self.nodes.pop(node_id).stop()
+
+    def wait_caught_up(self, timeout_s: float = 10.0) -> None:
+        master_end = self.nodes["n1"].store.commit_log.max_offset
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            slaves = [n for i, n in self.nodes.items() if i != "n1"]
+            if all(n.store.dispatched_physical_offset >= master_end for n in slaves):
+                return
+            time.sleep(0.02)
+        raise TimeoutError("the slaves did not catch up")
+
+    def commit_log_files(self, node_id: str) -> dict[str, bytes]:
+        directory = self.root / node_id / "store" / "commitlog"
+        return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+
+
+@pytest.fixture
+def sync_group(tmp_path: Path) -> Iterator[Group]:
+    group = Group(tmp_path, "SYNC_MASTER", sync_flush_timeout_ms=1000)
+    for node_id in ("n1", "n2", "n3"):
+        group.start(node_id)
+    try:
+        yield group
+    finally:
+        for node_id in list(group.nodes):
+            group.stop(node_id)
+
+
+def test_the_typed_client_writes_and_the_slaves_are_byte_identical(sync_group: Group) -> None:
+    group = sync_group
+    master, slave = group.addresses["n1"], group.addresses["n2"]
+    with Admin(master) as admin:
+        admin.create_topic(TOPIC, 2)
+    # Sent to a slave: the client follows the redirect to the master, idempotent by default.
+    with Producer([slave]) as producer:
+        results = [producer.send(TOPIC, f"m{i}".encode(), key=f"k{i}") for i in range(40)]
+    assert {r.send_status for r in results} == {"SEND_OK"}
+    assert all(r.replicated for r in results)
+    group.wait_caught_up()
+    assert sum(map(len, group.commit_log_files("n1").values())) > 40 * 100
+    assert group.commit_log_files("n2") == group.commit_log_files("n1")
+    assert group.commit_log_files("n3") == group.commit_log_files("n1")
+    with Admin(master) as admin:
+        status = admin.cluster_status(address=master)
+        seen_from_slave = admin.cluster_status(address=slave)
+    assert (status.replication, status.broker_role, status.role) == (
+        "master-slave",
+        "SYNC_MASTER",
+        "leader",
+    )
+    assert {m.node_id: (m.in_sync, m.lag_bytes) for m in status.members} == {
+        "n1": (True, 0),
+        "n2": (True, 0),
+        "n3": (True, 0),
+    }
+    assert (seen_from_slave.broker_role, seen_from_slave.leader_id) == ("SLAVE", "n1")
+    # The slave learned the topic from the stream and serves the same messages.
+    with Consumer([slave], "g", TOPIC, from_beginning=True) as consumer:
+        seen: list[bytes] = []
+        for _ in range(50):
+            seen += [m.body for m in consumer.poll(timeout_s=0.2)]
+            if len(seen) >= 40:
+                break
+    assert sorted(seen) == sorted(f"m{i}".encode() for i in range(40))
+
+
+def test_a_sync_master_says_when_no_slave_holds_the_write(sync_group: Group) -> None:
+    group = sync_group
+    master = group.addresses["n1"]
+    with Admin(master) as admin:
+        admin.create_topic(TOPIC, 1)
+    group.stop("n2")
+    group.stop("n3")
+    with Producer(master) as producer:
+        alone = producer.send(TOPIC, b"only on the master")
+        assert (alone.send_status, alone.replicated) == ("SLAVE_NOT_AVAILABLE", False)
+        # Stored all the same: the master serves it.
+        got = group.nodes["n1"].store.get_messages(TOPIC, 0, alone.queue_offset, 1)
+        assert [m.body for m in got] == [b"only on the master"]
+        group.start("n2")  # comes back, catches up from where it stopped, counts again
+        deadline = time.monotonic() + 10
+        status = ""
+        while time.monotonic() < deadline and status != "SEND_OK":
+            status = producer.send(TOPIC, b"again").send_status
+            time.sleep(0.05)
+        assert status == "SEND_OK"
+    group.wait_caught_up()
+    assert group.commit_log_files("n2") == group.commit_log_files("n1")
+
+
+def test_an_idempotent_retry_is_stored_once(sync_group: Group) -> None:
+    group = sync_group
+    with Admin(group.addresses["n1"]) as admin:
+        admin.create_topic(TOPIC, 1)
+    stub = client_pb2_grpc.ProducerStub(grpc.insecure_channel(group.addresses["n1"]))
+    request = client_pb2.ProduceRequest(
+        topic=TOPIC,
+        messages=[client_pb2.ProduceMessage(queue_id=0, body=b"once")],
+        producer_id="p1",
+        sequence=1,
+    )
+    first = stub.Produce(request, timeout=10)
+    again = stub.Produce(request, timeout=10)
+    assert (again.duplicate, again.results[0].msg_id) == (True, first.results[0].msg_id)
+    request.sequence = 3
+    with pytest.raises(grpc.RpcError) as gap:
+        stub.Produce(request, timeout=10)
+    assert gap.value.code() is grpc.StatusCode.OUT_OF_RANGE
+
+
+def _replicate(address: str, *reports: peer_pb2.SlaveReport) -> grpc.RpcError:
+    stub = peer_pb2_grpc.HaPeerStub(grpc.insecure_channel(address))
+    with pytest.raises(grpc.RpcError) as refused:
+        for _ in stub.Replicate(iter(reports), timeout=5):
+            pass
+    return refused.value
+
+
+def test_the_ha_stream_refuses_bad_reports(sync_group: Group) -> None:
+    master = sync_group.addresses["n1"]
+    good = {"cluster_id": "raftlog", "broker_name": "broker-a", "node_id": "x"}
+    wrong_cluster = _replicate(master, peer_pb2.SlaveReport(**{**good, "cluster_id": "other"}))
+    assert wrong_cluster.code() is grpc.StatusCode.INVALID_ARGUMENT
+    ahead = _replicate(master, peer_pb2.SlaveReport(**good, max_offset=1 << 40))
+    assert ahead.code() is grpc.StatusCode.FAILED_PRECONDITION
+    negative = _replicate(master, peer_pb2.SlaveReport(**good, max_offset=-5))
+    assert negative.code() is grpc.StatusCode.INVALID_ARGUMENT
+    # A slave's port serves no HA stream at all.
+    slave = _replicate(sync_group.addresses["n2"], peer_pb2.SlaveReport(**good))
+    assert slave.code() is grpc.StatusCode.UNIMPLEMENTED
+    # The master still streams to its real slaves: nothing above disturbed it.
+    with Admin(master) as admin:
+        admin.create_topic(TOPIC, 1)
+    with Producer(master) as producer:
+        assert producer.send(TOPIC, b"still fine").send_status == "SEND_OK"
+
+
+def test_a_corrupt_chunk_is_refused_by_a_slave(tmp_path: Path) -> None:
+    group = Group(tmp_path, "ASYNC_MASTER")
+    slave = group.start("n2")  # its master is not even up: it keeps retrying, bounded
+    try:
+        data = b"not a record" * 4
+        chunk = peer_pb2.CommitLogChunk(physical_offset=0, data=data, data_crc32=zlib.crc32(data))
+        with pytest.raises(CorruptRecordError):
+            slave.member._replicator._store_chunk(chunk)  # type: ignore[union-attr]
+        assert slave.store.commit_log.max_offset == 0
+    finally:
+        group.stop("n2")

@@ -1,0 +1,77 @@
+"""InSyncSet and MasterState: RocketMQ's in-sync rules, the confirmed offset, and the honest
+SYNC_MASTER answers (SEND_OK, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from raftlog.node.masterslave.in_sync import InSyncSet
+from raftlog.node.masterslave.master_state import (
+    FLUSH_SLAVE_TIMEOUT,
+    SEND_OK,
+    SLAVE_NOT_AVAILABLE,
+    MasterState,
+)
+
+
+def test_a_slave_is_in_sync_once_it_held_what_it_was_sent() -> None:
+    group = InSyncSet(needed=2, max_gap_bytes=1000, max_lag_ms=500)
+    group.report("s1", 0, sent_end_offset=100, sent_at_ms=0)
+    assert group.in_sync(100, now_ms=0) == []  # connected, never caught up
+    group.report("s1", 100, sent_end_offset=100, sent_at_ms=10)
+    assert group.in_sync(150, now_ms=20) == ["s1"]
+    assert group.confirmed_offset(150, now_ms=20) == 100
+    # Behind for longer than max_lag_ms since it last caught up: out.
+    assert group.in_sync(150, now_ms=600) == []
+    assert group.confirmed_offset(150, now_ms=600) == 0
+    # Too many bytes behind: out at once.
+    assert group.in_sync(1101, now_ms=20) == []
+
+
+def test_the_confirmed_offset_is_the_needed_th_highest_holding() -> None:
+    group = InSyncSet(needed=3, max_gap_bytes=10_000, max_lag_ms=10_000)
+    for node_id, held in (("a", 300), ("b", 200), ("c", 100)):
+        group.report(node_id, held, sent_end_offset=held, sent_at_ms=0)
+    assert group.confirmed_offset(400, now_ms=1) == 200
+    group.disconnect("a")
+    assert group.confirmed_offset(400, now_ms=1) == 100
+    assert [lag.node_id for lag in group.lags(400, now_ms=1)] == ["b", "c"]
+    assert group.lags(400, now_ms=1)[0].lag_bytes == 200
+
+
+def test_reports_never_move_an_ack_backwards() -> None:
+    group = InSyncSet(needed=2, max_gap_bytes=10_000, max_lag_ms=10_000)
+    group.report("a", 500, 500, 0)
+    group.report("a", 100, 500, 1)
+    assert group.lags(500, now_ms=2)[0].acked_offset == 500
+    with pytest.raises(ValueError):
+        InSyncSet(needed=0, max_gap_bytes=1, max_lag_ms=1)
+
+
+def test_a_sync_master_answers_each_case_honestly() -> None:
+    end = [1000]
+    state = MasterState(InSyncSet(2, 10_000, 10_000), lambda: end[0], synchronous=True)
+    assert state.wait_replicated(1000, timeout_s=0.1) == SLAVE_NOT_AVAILABLE
+    state.slave_reported("s1", 900, sent_end_offset=900, sent_at_ms=state.now_ms())
+    started = time.monotonic()
+    assert state.wait_replicated(1000, timeout_s=0.2) == FLUSH_SLAVE_TIMEOUT
+    assert time.monotonic() - started >= 0.2
+
+    def ack_later() -> None:
+        time.sleep(0.05)
+        state.slave_reported("s1", 1000, sent_end_offset=1000, sent_at_ms=state.now_ms())
+
+    threading.Thread(target=ack_later).start()
+    assert state.wait_replicated(1000, timeout_s=5) == SEND_OK
+    assert state.confirmed_offset() == 1000
+    state.close()
+    assert state.wait_replicated(2000, timeout_s=5) == FLUSH_SLAVE_TIMEOUT  # at once
+
+
+def test_an_async_master_never_waits() -> None:
+    state = MasterState(InSyncSet(1, 1, 1), lambda: 5, synchronous=False)
+    assert state.wait_replicated(10**9, timeout_s=10) == SEND_OK
+    assert state.confirmed_offset() == 5
