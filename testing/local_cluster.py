@@ -17,18 +17,15 @@ Rules this module keeps:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from raftlog.testing.cluster_state import CLUSTER_FILE, LocalNode, read_state, write_state
 from raftlog.testing.node_probes import (
-    HOST,
     alive,
     cmdline,
     free_port,
@@ -37,7 +34,6 @@ from raftlog.testing.node_probes import (
     port_in_use,
 )
 
-CLUSTER_FILE = "cluster.json"
 LOG_FILE = "node.log"
 DEFAULT_BASE_PORT = 7701
 _POLL_INTERVAL_S = 0.1
@@ -47,27 +43,14 @@ class ClusterError(RuntimeError):
     """The local cluster could not be started, found or stopped (the message says why)."""
 
 
-@dataclass
-class LocalNode:
-    """One node of the local cluster: its id, port, data directory and process id."""
-
-    node_id: str
-    port: int
-    data_dir: str
-    pid: int | None = None
-
-    @property
-    def address(self) -> str:
-        """``127.0.0.1:<port>``."""
-        return f"{HOST}:{self.port}"
-
-
 class LocalCluster:
     """Start, stop, kill and restart a local cluster of ``node_count`` node processes.
 
     ``base_port`` 0 picks free ports; otherwise n1 listens on ``base_port`` and nK on
     ``base_port + K - 1``.
-    ``durability`` is passed to every node ("fsync" or "write"); ``extra_args`` are appended
+    ``durability`` is passed to every node ("fsync" or "write"); ``replication`` "master-slave"
+    makes n1 the master (``master_role`` SYNC_MASTER or ASYNC_MASTER, broker_id 0) and the
+    other nodes its slaves (static mode); ``extra_args`` are appended
     to every node's command line (e.g. ``("--tick-ms", "20")``). ``peer_overrides`` (node id
     -> that node's own peers map) replaces ``peers_flag`` for the nodes it names: the chaos
     target routes each node's peer traffic through link proxies this way (each node's own
@@ -82,6 +65,8 @@ class LocalCluster:
         base_port: int = DEFAULT_BASE_PORT,
         *,
         durability: str = "fsync",
+        replication: str = "raft",
+        master_role: str = "SYNC_MASTER",
         extra_args: Sequence[str] = (),
         peer_overrides: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
@@ -89,6 +74,8 @@ class LocalCluster:
             raise ValueError(f"node_count is {node_count}; it must be at least 1")
         self.base_dir = os.path.abspath(base_dir)
         self.durability = durability
+        self.replication = replication
+        self.master_role = master_role
         self.extra_args = tuple(extra_args)
         ports = (
             [free_port() for _ in range(node_count)]
@@ -127,50 +114,36 @@ class LocalCluster:
         return ",".join(f"{peer_id}={address}" for peer_id, address in peers.items())
 
     def _save(self) -> None:
-        os.makedirs(self.base_dir, exist_ok=True)
-        document = {
-            "version": 1,
+        settings = {
             "durability": self.durability,
+            "replication": self.replication,
+            "master_role": self.master_role,
             "extra_args": list(self.extra_args),
-            "nodes": [
-                {"node_id": n.node_id, "port": n.port, "data_dir": n.data_dir, "pid": n.pid}
-                for n in self.nodes.values()
-            ],
         }
-        path = os.path.join(self.base_dir, CLUSTER_FILE)
-        temporary = path + ".tmp"
-        with open(temporary, "w") as handle:
-            json.dump(document, handle, indent=2)
-        os.replace(temporary, path)
+        write_state(self.base_dir, settings, list(self.nodes.values()))
 
     @classmethod
     def load(cls, base_dir: str = "./data") -> LocalCluster:
         """The cluster described by ``<base_dir>/cluster.json`` (written by ``start``)."""
-        path = os.path.join(base_dir, CLUSTER_FILE)
         try:
-            with open(path) as handle:
-                document: dict[str, Any] = json.load(handle)
-            nodes = document["nodes"]
+            settings, nodes = read_state(base_dir)
             cluster = cls(
                 base_dir,
                 node_count=len(nodes),
-                base_port=int(nodes[0]["port"]),
-                durability=str(document.get("durability", "fsync")),
-                extra_args=[str(a) for a in document.get("extra_args", [])],
+                base_port=nodes[0].port,
+                durability=str(settings.get("durability", "fsync")),
+                replication=str(settings.get("replication", "raft")),
+                master_role=str(settings.get("master_role", "SYNC_MASTER")),
+                extra_args=[str(a) for a in settings.get("extra_args", [])],
             )
-            cluster.nodes = {
-                str(n["node_id"]): LocalNode(
-                    node_id=str(n["node_id"]),
-                    port=int(n["port"]),
-                    data_dir=str(n["data_dir"]),
-                    pid=None if n.get("pid") is None else int(n["pid"]),
-                )
-                for n in nodes
-            }
         except FileNotFoundError:
+            path = os.path.join(base_dir, CLUSTER_FILE)
             raise ClusterError(f"no local cluster in {base_dir} ({path} does not exist)") from None
         except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
-            raise ClusterError(f"{path} is unreadable or malformed: {error}") from None
+            raise ClusterError(
+                f"{base_dir}/{CLUSTER_FILE} is unreadable or malformed: {error}"
+            ) from None
+        cluster.nodes = {node.node_id: node for node in nodes}
         return cluster
 
     # -- processes -------------------------------------------------------------------------
@@ -194,8 +167,20 @@ class LocalCluster:
             node.data_dir,
             "--durability",
             self.durability,
+            *self._mode_args(node_id),
             *self.extra_args,
         ]
+
+    def _mode_args(self, node_id: str) -> list[str]:
+        """Master-slave flags: n1 is the master (broker_id 0), nK slave K-1 of it."""
+        if self.replication != "master-slave":
+            return []
+        index = list(self.nodes).index(node_id)
+        args = ["--replication", "master-slave", "--broker-id", str(index)]
+        if index == 0:
+            return [*args, "--broker-role", self.master_role]
+        master = next(iter(self.nodes.values())).address
+        return [*args, "--broker-role", "SLAVE", "--ha-master-address", master]
 
     def _ours(self, node: LocalNode) -> bool:
         """The recorded PID still runs our node (not a recycled PID)."""

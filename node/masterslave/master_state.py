@@ -47,6 +47,9 @@ class MasterState:
         self._now_ms = now_ms
         self._changed = threading.Condition()
         self._closed = False
+        # The confirmed offset's high-water mark: what the group held once stays confirmed
+        # when a slave later drops out of the in-sync set.
+        self._confirmed = 0
 
     # -- writers ------------------------------------------------------------------------------
 
@@ -64,7 +67,7 @@ class MasterState:
         with self._changed:
             while True:
                 master_end, now_ms = self._master_end(), self._now_ms()
-                if self._in_sync.confirmed_offset(master_end, now_ms) >= end_offset:
+                if self._confirm(master_end, now_ms) >= end_offset:
                     return SEND_OK
                 if not self._in_sync.can_confirm(master_end, now_ms):
                     return SLAVE_NOT_AVAILABLE
@@ -99,12 +102,16 @@ class MasterState:
     def now_ms(self) -> int:
         return self._now_ms()
 
+    def _confirm(self, master_end: int, now_ms: int) -> int:
+        if not self._synchronous:
+            return master_end
+        confirmed = self._in_sync.confirmed_offset(master_end, now_ms)
+        self._confirmed = max(self._confirmed, confirmed)
+        return self._confirmed
+
     def confirmed_offset(self) -> int:
         with self._changed:
-            master_end = self._master_end()
-            if not self._synchronous:
-                return master_end
-            return self._in_sync.confirmed_offset(master_end, self._now_ms())
+            return self._confirm(self._master_end(), self._now_ms())
 
     def lags(self) -> list[SlaveLag]:
         with self._changed:

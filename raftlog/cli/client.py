@@ -181,9 +181,11 @@ def _produce(args: argparse.Namespace) -> int:
                 failures += 1
                 print(f"raftlog: {type(error).__name__}: {error}", file=sys.stderr)
                 continue
+            # Stored on the master but not (yet) on enough slaves: said, not hidden.
+            replicated = "" if result.replicated else f" {result.send_status}"
             print(
                 f"sent q{result.queue_id} @{result.queue_offset} id={result.msg_id} "
-                f"uniq={result.uniq_key}{' (duplicate)' if result.duplicate else ''}"
+                f"uniq={result.uniq_key}{' (duplicate)' if result.duplicate else ''}{replicated}"
             )
     if failures:
         return EXIT_FAILED

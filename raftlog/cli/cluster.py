@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from raftlog.cli.common import DEFAULT_DATA_DIR, EXIT_FAILED, EXIT_OK, UsageError
+
+if TYPE_CHECKING:  # the client is imported lazily: `raftlog --help` stays fast
+    from raftlog.client import ClusterStatus, Member
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,6 +32,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="n1 listens on this port, nK on base+K-1 (default 7701; 0: free ports)",
     )
     up.add_argument("--durability", choices=("fsync", "write"), default="fsync")
+    up.add_argument(
+        "--replication",
+        choices=("raft", "master-slave"),
+        default="raft",
+        help="raft (default), or master-slave: n1 the master, the others its slaves",
+    )
+    up.add_argument(
+        "--role",
+        choices=("sync", "async"),
+        default="sync",
+        help="master-slave only: SYNC_MASTER (default) or ASYNC_MASTER",
+    )
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a leader")
     down = actions.add_parser("down", help="stop the local cluster")
     down.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
@@ -51,7 +67,18 @@ def _up(args: argparse.Namespace) -> int:
 
     if args.nodes < 1:
         raise UsageError(f"--nodes is {args.nodes}; it must be at least 1")
-    cluster = LocalCluster(args.data_dir, args.nodes, args.base_port, durability=args.durability)
+    if args.replication == "master-slave" and args.nodes < 2:
+        raise UsageError(
+            "--replication master-slave needs --nodes 2 or more (a master and a slave)"
+        )
+    cluster = LocalCluster(
+        args.data_dir,
+        args.nodes,
+        args.base_port,
+        durability=args.durability,
+        replication=args.replication,
+        master_role="SYNC_MASTER" if args.role == "sync" else "ASYNC_MASTER",
+    )
     print(f"starting {args.nodes} nodes in {cluster.base_dir} ", end="", flush=True)
 
     def dot() -> None:
@@ -82,7 +109,7 @@ def _down(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from raftlog.cli.common import default_servers
-    from raftlog.client import Admin, ClusterStatus, RaftlogError, parse_addresses
+    from raftlog.client import Admin, RaftlogError, parse_addresses
 
     try:
         addresses = parse_addresses(args.servers or default_servers(args.data_dir))
@@ -114,8 +141,34 @@ def _status(args: argparse.Namespace) -> int:
             (v for v in views.values() if v is not None and v.role == "leader"), None
         )
     lag = {m.node_id: m for m in (leader_view.members if leader_view else ())}
-    rows = [("NODE", "ADDRESS", "ROLE", "TERM", "COMMIT", "APPLIED", "LAST", "LAG", "ACTIVE")]
     listed = {m.address: m.node_id for m in members.members}
+    master_slave = members.replication == "master-slave"
+    rows = (_master_slave_rows if master_slave else _raft_rows)(views, lag, listed)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    leader = f"{leader_view.node_id} at {leader_view.leader_address}" if leader_view else "unknown"
+    term = max((v.term for v in views.values() if v), default=0)
+    if master_slave:
+        in_sync = ",".join(m.node_id for m in members.members if m.in_sync) if leader_view else "?"
+        print(
+            f"cluster {members.cluster_id}, broker group {members.broker_name} (master-slave): "
+            f"master {leader}, epoch {term}, in sync {in_sync or 'none'}"
+        )
+    else:
+        print(f"cluster {members.cluster_id}: leader {leader}, term {term}")
+    return EXIT_OK
+
+
+Row = tuple[str, ...]
+
+
+def _raft_rows(
+    views: dict[str, ClusterStatus | None], lag: dict[str, Member], listed: dict[str, str]
+) -> list[Row]:
+    rows: list[Row] = [
+        ("NODE", "ADDRESS", "ROLE", "TERM", "COMMIT", "APPLIED", "LAST", "LAG", "ACTIVE")
+    ]
     for address, view in views.items():
         node_id = view.node_id if view else listed.get(address, "?")
         progress = lag.get(node_id)
@@ -135,10 +188,47 @@ def _status(args: argparse.Namespace) -> int:
                 ("yes" if progress.recent_active else "no") if progress else "-",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-    leader = f"{leader_view.node_id} at {leader_view.leader_address}" if leader_view else "unknown"
-    term = max((v.term for v in views.values() if v), default=0)
-    print(f"cluster {members.cluster_id}: leader {leader}, term {term}")
-    return EXIT_OK
+    return rows
+
+
+def _master_slave_rows(
+    views: dict[str, ClusterStatus | None], lag: dict[str, Member], listed: dict[str, str]
+) -> list[Row]:
+    """One row per broker: its role, epoch, CommitLog offsets (bytes) and, from the master's
+    view, how far behind it is and whether it is in the in-sync set."""
+    rows: list[Row] = [
+        (
+            "NODE",
+            "ADDRESS",
+            "ROLE",
+            "EPOCH",
+            "CONFIRMED",
+            "VISIBLE",
+            "END",
+            "LAG_BYTES",
+            "LAG_S",
+            "IN_SYNC",
+        )
+    ]
+    for address, view in views.items():
+        node_id = view.node_id if view else listed.get(address, "?")
+        progress = lag.get(node_id)
+        if view is None:
+            rows.append((node_id, address, "down", *("-",) * 7))
+            continue
+        known = progress is not None and (progress.has_progress or progress.role == "leader")
+        rows.append(
+            (
+                node_id,
+                address,
+                view.broker_role,
+                str(view.term),
+                str(view.commit_index) if view.role == "leader" else "-",
+                str(view.applied_index),
+                str(view.last_index),
+                str(progress.lag_bytes) if known and progress else "-",
+                f"{progress.lag_ms / 1000:.1f}" if known and progress else "-",
+                ("yes" if progress.in_sync else "no") if progress else "-",
+            )
+        )
+    return rows

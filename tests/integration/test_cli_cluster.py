@@ -157,3 +157,36 @@ def test_status_names_each_member_by_its_own_answer(cluster: tuple[Path, str]) -
     assert [row[2] for node_id, row in rows.items() if node_id != follower.node_id].count(
         "leader"
     ) == 1, out
+
+
+def test_cli_master_slave_group(tmp_path: Path) -> None:
+    """`cluster up --replication master-slave`: a SYNC_MASTER and two slaves as processes;
+    a write sent to a slave lands on the master; status shows roles and the in-sync set; with
+    both slaves killed the master still stores, and says SLAVE_NOT_AVAILABLE."""
+    from raftlog.testing.local_cluster import LocalCluster
+
+    data = str(tmp_path / "ms")
+    up = cli(
+        "cluster", "up", "--replication", "master-slave", "--data-dir", data, "--base-port", "0"
+    )
+    assert up[0] == 0, up[2]
+    local = LocalCluster.load(data)
+    try:
+        master, slave = local.addresses[0], local.addresses[1]
+        assert cli("topic", "create", "orders", "--queues", "1", "--servers", slave)[0] == 0
+        code, out, err = cli("produce", "orders", "hi", "--count", "2", "--servers", slave)
+        assert (code, out.count("sent "), "NOT_AVAILABLE" in out) == (0, 2, False), err
+        code, out, err = cli("cluster", "status", "--data-dir", data)
+        assert code == 0, err
+        assert "SYNC_MASTER" in out and out.count("SLAVE ") == 2
+        assert "master-slave" in out and "in sync n1,n2,n3" in out
+        local.kill("n2")
+        local.kill("n3")
+        code, out, err = cli("produce", "orders", "alone", "--servers", master)
+        assert (code, "SLAVE_NOT_AVAILABLE" in out) == (0, True), err
+        code, out, _ = cli(
+            "consume", "orders", "--group", "g", "--timeout", "2", "--servers", master
+        )
+        assert [line.rsplit(" ", 1)[-1] for line in out.splitlines()] == ["hi", "hi", "alone"]
+    finally:
+        local.stop(timeout_s=10)
