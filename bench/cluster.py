@@ -373,11 +373,21 @@ def measure_pull(
 
 
 @contextlib.contextmanager
-def running_cluster(durability: str, root: str) -> Iterator[tuple[LocalCluster, str]]:
-    """A fresh 3-node cluster in ``durability`` mode under a new directory in ``root``, and
-    its leader's address; always stopped and its data removed on the way out."""
+def running_cluster(
+    durability: str, root: str, replication: str = "raft", master_role: str = "SYNC_MASTER"
+) -> Iterator[tuple[LocalCluster, str]]:
+    """A fresh 3-node cluster in ``durability`` mode under a new directory in ``root`` (Raft,
+    or a master and two slaves), and its leader's (master's) address; always stopped and its
+    data removed on the way out."""
     base_dir = tempfile.mkdtemp(prefix=f"cluster-{durability}-", dir=root)
-    cluster = LocalCluster(base_dir, node_count=3, base_port=0, durability=durability)
+    cluster = LocalCluster(
+        base_dir,
+        node_count=3,
+        base_port=0,
+        durability=durability,
+        replication=replication,
+        master_role=master_role,
+    )
     try:
         cluster.start(CLUSTER_START_TIMEOUT_S)
         leader = cluster.leader_address()

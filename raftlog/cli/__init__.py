@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser(
         "bench", help="run a benchmark (remaining arguments go to it; try --help)"
     )
-    bench.add_argument("target", choices=("store", "raft", "cluster", "compare"))
+    bench.add_argument("target", choices=("store", "raft", "cluster", "compare", "modes"))
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     cli_node.add_parser(commands)
     cli_health.add_parser(commands)
@@ -59,6 +59,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             from raftlog.bench import compare as bench_compare
 
             return bench_compare.main(args.bench_args)
+        if args.target == "modes":
+            from raftlog.bench import modes as bench_modes
+
+            return bench_modes.main(args.bench_args)
         from raftlog.bench import raft as bench_raft
 
         return bench_raft.main(args.bench_args)
