@@ -29,17 +29,21 @@ from raftlog.node.control import (
     CreateTopic,
     apply_to_store,
     control_message,
-    is_reserved_topic,
 )
 from raftlog.node.errors import InvalidRequestError, NotLeaderError
 from raftlog.node.masterslave.master_state import MasterState
 from raftlog.node.masterslave.sequences import ProducerSequences
+from raftlog.node.write_checks import (
+    check_encoded_topics,
+    check_new_topic,
+    check_offsets,
+    existing_topic,
+    refuse_reserved,
+)
 from raftlog.node.write_path import ClusterView, MemberView, ProduceOutcome
-from raftlog.store.errors import InvalidOffsetError, InvalidQueueIdError, InvalidTopicError
 from raftlog.store.message_store import Message, MessageStore, PutResult
 from raftlog.store.record import read_store_timestamp_ms
-from raftlog.store.topic_config import MAX_QUEUE_COUNT, TopicConfig
-from raftlog.store.validation import validate_topic
+from raftlog.store.topic_config import TopicConfig
 
 # Enough of a record to read its store timestamp, whatever its host variant.
 _RECORD_HEAD_BYTES = 128
@@ -97,9 +101,7 @@ class MasterSlaveWritePath:
         timeout_s: float,
     ) -> ProduceOutcome:
         master = self._require_master()
-        for topic in {m.topic for m in messages}:
-            if is_reserved_topic(topic):
-                raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
+        refuse_reserved({m.topic for m in messages})
         if not messages:
             raise InvalidRequestError("the batch holds no message")
 
@@ -136,13 +138,7 @@ class MasterSlaveWritePath:
         entries = self._store.check_encoded(records)
         if not entries:
             raise InvalidRequestError("the batch holds no message")
-        for (record_topic, _), _ in entries:
-            if record_topic != topic:
-                raise InvalidTopicError(
-                    f"a record names topic {record_topic!r}; the request is for {topic!r}"
-                )
-            if is_reserved_topic(record_topic):
-                raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
+        check_encoded_topics(topic, entries)
 
         def write() -> ProduceOutcome:
             results = self._store.put_encoded(records)
@@ -187,14 +183,7 @@ class MasterSlaveWritePath:
         self, group: str, offsets: Sequence[tuple[str, int, int]], *, timeout_s: float
     ) -> int:
         self._require_master()
-        for topic, queue_id, queue_offset in offsets:
-            queue_count = self._store.describe_topic(topic).queue_count
-            if not 0 <= queue_id < queue_count:
-                raise InvalidQueueIdError(
-                    f"queue id {queue_id} is not below topic {topic!r}'s {queue_count} queues"
-                )
-            if queue_offset < 0:
-                raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
+        check_offsets(self._store, offsets)
         self._control(CommitOffsets(group, tuple(offsets)), timeout_s)
         return 0
 
@@ -207,21 +196,11 @@ class MasterSlaveWritePath:
     def create_topic(
         self, topic: str, queue_count: int, *, timeout_s: float
     ) -> tuple[TopicConfig, bool]:
-        if is_reserved_topic(topic):
-            raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
-        validate_topic(topic, self._store.limits)
-        if not 1 <= queue_count <= MAX_QUEUE_COUNT:
-            raise InvalidQueueIdError(
-                f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"
-            )
+        check_new_topic(self._store, topic, queue_count)
         self._require_master()
-        existing = {t.name: t for t in self._store.list_topics()}.get(topic)
-        if existing is not None and queue_count == existing.queue_count:
+        existing = existing_topic(self._store, topic, queue_count)
+        if existing is not None:
             return existing, False
-        if existing is not None and queue_count < existing.queue_count:
-            raise InvalidQueueIdError(
-                f"topic {topic!r} has {existing.queue_count} queues; cannot shrink to {queue_count}"
-            )
         self._control(CreateTopic(topic, queue_count), timeout_s)
         return self._store.describe_topic(topic), True
 

@@ -25,7 +25,6 @@ from raftlog.node.control import (
     ControlCommand,
     CreateTopic,
     control_message,
-    is_reserved_topic,
 )
 from raftlog.node.errors import (
     InvalidRequestError,
@@ -37,18 +36,21 @@ from raftlog.node.errors import (
 from raftlog.node.replication.proposals import Proposal
 from raftlog.node.replication.raft_entry import envelope_size_bytes
 from raftlog.node.replication.replica import Replica
+from raftlog.node.write_checks import (
+    check_encoded_topics,
+    check_new_topic,
+    check_offsets,
+    existing_topic,
+    refuse_reserved,
+)
 from raftlog.node.write_path import ClusterView, ProduceOutcome
 from raftlog.raft.types import EntryType
 from raftlog.store.errors import (
     BodyTooLargeError,
-    InvalidOffsetError,
-    InvalidQueueIdError,
-    InvalidTopicError,
 )
 from raftlog.store.message_store import BlockEntry
 from raftlog.store.message_store import Message as StoreMessage
-from raftlog.store.topic_config import MAX_QUEUE_COUNT, TopicConfig
-from raftlog.store.validation import validate_topic
+from raftlog.store.topic_config import TopicConfig
 
 
 class RaftWritePath:
@@ -133,9 +135,7 @@ class RaftWritePath:
     ) -> ProduceOutcome:
         self._check_leader_now(wait_s=timeout_s)
         self._store.check_writable()
-        for topic in {m.topic for m in messages}:
-            if is_reserved_topic(topic):
-                raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
+        refuse_reserved({m.topic for m in messages})
         block, entries = self._store.encode_messages(messages)
         return self._produce_block(block, entries, producer_id, sequence, timeout_s)
 
@@ -151,13 +151,7 @@ class RaftWritePath:
         self._check_leader_now(wait_s=timeout_s)
         self._store.check_writable()
         entries = self._store.check_encoded(records)
-        for (record_topic, _), _ in entries:
-            if record_topic != topic:
-                raise InvalidTopicError(
-                    f"a record names topic {record_topic!r}; the request is for {topic!r}"
-                )
-            if is_reserved_topic(record_topic):
-                raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
+        check_encoded_topics(topic, entries)
         return self._produce_block(
             bytearray(records), entries, producer_id, sequence, timeout_s, encoded=True
         )
@@ -197,14 +191,7 @@ class RaftWritePath:
         # A lagging follower redirects, and a new leader applies its log first, rather than
         # answering NOT_FOUND for a topic it has not applied yet.
         self._check_leader_now(wait_s=timeout_s)
-        for topic, queue_id, queue_offset in offsets:
-            queue_count = self._store.describe_topic(topic).queue_count
-            if not 0 <= queue_id < queue_count:
-                raise InvalidQueueIdError(
-                    f"queue id {queue_id} is not below topic {topic!r}'s {queue_count} queues"
-                )
-            if queue_offset < 0:
-                raise InvalidOffsetError(f"queue offset must be >= 0, got {queue_offset}")
+        check_offsets(self._store, offsets)
         return self._control(CommitOffsets(group, tuple(offsets)), timeout_s)
 
     def fetch_offsets(
@@ -226,21 +213,11 @@ class RaftWritePath:
     def create_topic(
         self, topic: str, queue_count: int, *, timeout_s: float
     ) -> tuple[TopicConfig, bool]:
-        if is_reserved_topic(topic):
-            raise InvalidTopicError(f"topic {topic!r} is reserved for raftlog's own use")
-        validate_topic(topic, self._store.limits)
-        if not 1 <= queue_count <= MAX_QUEUE_COUNT:
-            raise InvalidQueueIdError(
-                f"queue count must be 1..{MAX_QUEUE_COUNT}, got {queue_count}"
-            )
+        check_new_topic(self._store, topic, queue_count)
         self._check_leader_now(wait_s=timeout_s)  # the topic may be in its unapplied log
-        existing = {t.name: t for t in self._store.list_topics()}.get(topic)
-        if existing is not None and queue_count == existing.queue_count:
+        existing = existing_topic(self._store, topic, queue_count)
+        if existing is not None:
             return existing, False
-        if existing is not None and queue_count < existing.queue_count:
-            raise InvalidQueueIdError(
-                f"topic {topic!r} has {existing.queue_count} queues; cannot shrink to {queue_count}"
-            )
         self._control(CreateTopic(topic, queue_count), timeout_s)
         return self._store.describe_topic(topic), True
 
