@@ -25,39 +25,41 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15raftlog/v1/peer.proto\x12\nraftlog.v1\"\x82\x01\n\x0bSlaveReport\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x0f\n\x07node_id\x18\x03 \x01(\t\x12\x12\n\nmax_offset\x18\x04 \x01(\x03\x12\x16\n\x0e\x66lushed_offset\x18\x05 \x01(\x03\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\"\x94\x01\n\x0e\x43ommitLogChunk\x12\x17\n\x0fphysical_offset\x18\x01 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x12\n\ndata_crc32\x18\x03 \x01(\r\x12\x19\n\x11master_max_offset\x18\x04 \x01(\x03\x12\x16\n\x0e\x63onfirm_offset\x18\x05 \x01(\x03\x12\x14\n\x0cmaster_epoch\x18\x06 \x01(\x04\"W\n\x05\x45ntry\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12#\n\x04type\x18\x03 \x01(\x0e\x32\x15.raftlog.v1.EntryType\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\"M\n\x0cSnapshotMeta\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x0e\n\x06voters\x18\x03 \x03(\t\x12\x10\n\x08learners\x18\x04 \x03(\t\"\xb0\x02\n\x0bRaftMessage\x12%\n\x04type\x18\x01 \x01(\x0e\x32\x17.raftlog.v1.MessageType\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0e\n\x06target\x18\x03 \x01(\t\x12\x0c\n\x04term\x18\x04 \x01(\x04\x12\x10\n\x08log_term\x18\x05 \x01(\x04\x12\x11\n\tlog_index\x18\x06 \x01(\x04\x12\"\n\x07\x65ntries\x18\x07 \x03(\x0b\x32\x11.raftlog.v1.Entry\x12\x0e\n\x06\x63ommit\x18\x08 \x01(\x04\x12\x0e\n\x06reject\x18\t \x01(\x08\x12\x13\n\x0breject_hint\x18\n \x01(\x04\x12\x11\n\thint_term\x18\x0b \x01(\x04\x12*\n\x08snapshot\x18\x0c \x01(\x0b\x32\x18.raftlog.v1.SnapshotMeta\x12\x0f\n\x07\x63ontext\x18\r \x01(\x0c\"Q\n\x10RaftMessageBatch\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.raftlog.v1.RaftMessage\"\x9e\x01\n\x14\x46\x65tchSegmentsRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12*\n\x08snapshot\x18\x03 \x01(\x0b\x32\x18.raftlog.v1.SnapshotMeta\x12\x1c\n\x14\x66rom_physical_offset\x18\x04 \x01(\x03\x12\x17\n\x0fmax_chunk_bytes\x18\x05 \x01(\r\"~\n\x0bSegmentData\x12\x1c\n\x14segment_start_offset\x18\x01 \x01(\x03\x12\x1a\n\x12segment_size_bytes\x18\x02 \x01(\x03\x12\x13\n\x0b\x66ile_offset\x18\x03 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\x12\x12\n\ndata_crc32\x18\x05 \x01(\r\"W\n\x0cSegmentsDone\x12*\n\x08snapshot\x18\x01 \x01(\x0b\x32\x18.raftlog.v1.SnapshotMeta\x12\x1b\n\x13\x65nd_physical_offset\x18\x02 \x01(\x03\"j\n\x0cSegmentChunk\x12\'\n\x04\x64\x61ta\x18\x01 \x01(\x0b\x32\x17.raftlog.v1.SegmentDataH\x00\x12(\n\x04\x64one\x18\x02 \x01(\x0b\x32\x18.raftlog.v1.SegmentsDoneH\x00\x42\x07\n\x05\x63hunk*\x85\x03\n\x0bMessageType\x12\x1c\n\x18MESSAGE_TYPE_UNSPECIFIED\x10\x00\x12\x19\n\x15MESSAGE_TYPE_PRE_VOTE\x10\x01\x12\x1e\n\x1aMESSAGE_TYPE_PRE_VOTE_RESP\x10\x02\x12\x15\n\x11MESSAGE_TYPE_VOTE\x10\x03\x12\x1a\n\x16MESSAGE_TYPE_VOTE_RESP\x10\x04\x12\x17\n\x13MESSAGE_TYPE_APPEND\x10\x05\x12\x1c\n\x18MESSAGE_TYPE_APPEND_RESP\x10\x06\x12\x1a\n\x16MESSAGE_TYPE_HEARTBEAT\x10\x07\x12\x1f\n\x1bMESSAGE_TYPE_HEARTBEAT_RESP\x10\x08\x12\x19\n\x15MESSAGE_TYPE_SNAPSHOT\x10\t\x12\x1c\n\x18MESSAGE_TYPE_TIMEOUT_NOW\x10\n\x12\x1b\n\x17MESSAGE_TYPE_READ_INDEX\x10\x0b\x12 \n\x1cMESSAGE_TYPE_READ_INDEX_RESP\x10\x0c*>\n\tEntryType\x12\x15\n\x11\x45NTRY_TYPE_NORMAL\x10\x00\x12\x1a\n\x16\x45NTRY_TYPE_CONF_CHANGE\x10\x01\x32\xa5\x01\n\x08RaftPeer\x12J\n\x08Messages\x12\x1c.raftlog.v1.RaftMessageBatch\x1a\x1c.raftlog.v1.RaftMessageBatch(\x01\x30\x01\x12M\n\rFetchSegments\x12 .raftlog.v1.FetchSegmentsRequest\x1a\x18.raftlog.v1.SegmentChunk0\x01\x32N\n\x06HaPeer\x12\x44\n\tReplicate\x12\x17.raftlog.v1.SlaveReport\x1a\x1a.raftlog.v1.CommitLogChunk(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15raftlog/v1/peer.proto\x12\nraftlog.v1\"\xaa\x01\n\x0bSlaveReport\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x0f\n\x07node_id\x18\x03 \x01(\t\x12\x12\n\nmax_offset\x18\x04 \x01(\x03\x12\x16\n\x0e\x66lushed_offset\x18\x05 \x01(\x03\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12&\n\x06\x65pochs\x18\x07 \x03(\x0b\x32\x16.raftlog.v1.EpochEntry\"1\n\nEpochEntry\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x14\n\x0cstart_offset\x18\x02 \x01(\x03\"\xce\x01\n\x0e\x43ommitLogChunk\x12\x17\n\x0fphysical_offset\x18\x01 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x12\n\ndata_crc32\x18\x03 \x01(\r\x12\x19\n\x11master_max_offset\x18\x04 \x01(\x03\x12\x16\n\x0e\x63onfirm_offset\x18\x05 \x01(\x03\x12\x14\n\x0cmaster_epoch\x18\x06 \x01(\x04\x12\x10\n\x08truncate\x18\x07 \x01(\x08\x12&\n\x06\x65pochs\x18\x08 \x03(\x0b\x32\x16.raftlog.v1.EpochEntry\"W\n\x05\x45ntry\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12#\n\x04type\x18\x03 \x01(\x0e\x32\x15.raftlog.v1.EntryType\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\"M\n\x0cSnapshotMeta\x12\r\n\x05index\x18\x01 \x01(\x04\x12\x0c\n\x04term\x18\x02 \x01(\x04\x12\x0e\n\x06voters\x18\x03 \x03(\t\x12\x10\n\x08learners\x18\x04 \x03(\t\"\xb0\x02\n\x0bRaftMessage\x12%\n\x04type\x18\x01 \x01(\x0e\x32\x17.raftlog.v1.MessageType\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0e\n\x06target\x18\x03 \x01(\t\x12\x0c\n\x04term\x18\x04 \x01(\x04\x12\x10\n\x08log_term\x18\x05 \x01(\x04\x12\x11\n\tlog_index\x18\x06 \x01(\x04\x12\"\n\x07\x65ntries\x18\x07 \x03(\x0b\x32\x11.raftlog.v1.Entry\x12\x0e\n\x06\x63ommit\x18\x08 \x01(\x04\x12\x0e\n\x06reject\x18\t \x01(\x08\x12\x13\n\x0breject_hint\x18\n \x01(\x04\x12\x11\n\thint_term\x18\x0b \x01(\x04\x12*\n\x08snapshot\x18\x0c \x01(\x0b\x32\x18.raftlog.v1.SnapshotMeta\x12\x0f\n\x07\x63ontext\x18\r \x01(\x0c\"Q\n\x10RaftMessageBatch\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12)\n\x08messages\x18\x02 \x03(\x0b\x32\x17.raftlog.v1.RaftMessage\"\x9e\x01\n\x14\x46\x65tchSegmentsRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12*\n\x08snapshot\x18\x03 \x01(\x0b\x32\x18.raftlog.v1.SnapshotMeta\x12\x1c\n\x14\x66rom_physical_offset\x18\x04 \x01(\x03\x12\x17\n\x0fmax_chunk_bytes\x18\x05 \x01(\r\"~\n\x0bSegmentData\x12\x1c\n\x14segment_start_offset\x18\x01 \x01(\x03\x12\x1a\n\x12segment_size_bytes\x18\x02 \x01(\x03\x12\x13\n\x0b\x66ile_offset\x18\x03 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\x12\x12\n\ndata_crc32\x18\x05 \x01(\r\"W\n\x0cSegmentsDone\x12*\n\x08snapshot\x18\x01 \x01(\x0b\x32\x18.raftlog.v1.SnapshotMeta\x12\x1b\n\x13\x65nd_physical_offset\x18\x02 \x01(\x03\"j\n\x0cSegmentChunk\x12\'\n\x04\x64\x61ta\x18\x01 \x01(\x0b\x32\x17.raftlog.v1.SegmentDataH\x00\x12(\n\x04\x64one\x18\x02 \x01(\x0b\x32\x18.raftlog.v1.SegmentsDoneH\x00\x42\x07\n\x05\x63hunk*\x85\x03\n\x0bMessageType\x12\x1c\n\x18MESSAGE_TYPE_UNSPECIFIED\x10\x00\x12\x19\n\x15MESSAGE_TYPE_PRE_VOTE\x10\x01\x12\x1e\n\x1aMESSAGE_TYPE_PRE_VOTE_RESP\x10\x02\x12\x15\n\x11MESSAGE_TYPE_VOTE\x10\x03\x12\x1a\n\x16MESSAGE_TYPE_VOTE_RESP\x10\x04\x12\x17\n\x13MESSAGE_TYPE_APPEND\x10\x05\x12\x1c\n\x18MESSAGE_TYPE_APPEND_RESP\x10\x06\x12\x1a\n\x16MESSAGE_TYPE_HEARTBEAT\x10\x07\x12\x1f\n\x1bMESSAGE_TYPE_HEARTBEAT_RESP\x10\x08\x12\x19\n\x15MESSAGE_TYPE_SNAPSHOT\x10\t\x12\x1c\n\x18MESSAGE_TYPE_TIMEOUT_NOW\x10\n\x12\x1b\n\x17MESSAGE_TYPE_READ_INDEX\x10\x0b\x12 \n\x1cMESSAGE_TYPE_READ_INDEX_RESP\x10\x0c*>\n\tEntryType\x12\x15\n\x11\x45NTRY_TYPE_NORMAL\x10\x00\x12\x1a\n\x16\x45NTRY_TYPE_CONF_CHANGE\x10\x01\x32\xa5\x01\n\x08RaftPeer\x12J\n\x08Messages\x12\x1c.raftlog.v1.RaftMessageBatch\x1a\x1c.raftlog.v1.RaftMessageBatch(\x01\x30\x01\x12M\n\rFetchSegments\x12 .raftlog.v1.FetchSegmentsRequest\x1a\x18.raftlog.v1.SegmentChunk0\x01\x32N\n\x06HaPeer\x12\x44\n\tReplicate\x12\x17.raftlog.v1.SlaveReport\x1a\x1a.raftlog.v1.CommitLogChunk(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'raftlog.v1.peer_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MESSAGETYPE']._serialized_start=1366
-  _globals['_MESSAGETYPE']._serialized_end=1755
-  _globals['_ENTRYTYPE']._serialized_start=1757
-  _globals['_ENTRYTYPE']._serialized_end=1819
+  _globals['_MESSAGETYPE']._serialized_start=1515
+  _globals['_MESSAGETYPE']._serialized_end=1904
+  _globals['_ENTRYTYPE']._serialized_start=1906
+  _globals['_ENTRYTYPE']._serialized_end=1968
   _globals['_SLAVEREPORT']._serialized_start=38
-  _globals['_SLAVEREPORT']._serialized_end=168
-  _globals['_COMMITLOGCHUNK']._serialized_start=171
-  _globals['_COMMITLOGCHUNK']._serialized_end=319
-  _globals['_ENTRY']._serialized_start=321
-  _globals['_ENTRY']._serialized_end=408
-  _globals['_SNAPSHOTMETA']._serialized_start=410
-  _globals['_SNAPSHOTMETA']._serialized_end=487
-  _globals['_RAFTMESSAGE']._serialized_start=490
-  _globals['_RAFTMESSAGE']._serialized_end=794
-  _globals['_RAFTMESSAGEBATCH']._serialized_start=796
-  _globals['_RAFTMESSAGEBATCH']._serialized_end=877
-  _globals['_FETCHSEGMENTSREQUEST']._serialized_start=880
-  _globals['_FETCHSEGMENTSREQUEST']._serialized_end=1038
-  _globals['_SEGMENTDATA']._serialized_start=1040
-  _globals['_SEGMENTDATA']._serialized_end=1166
-  _globals['_SEGMENTSDONE']._serialized_start=1168
-  _globals['_SEGMENTSDONE']._serialized_end=1255
-  _globals['_SEGMENTCHUNK']._serialized_start=1257
-  _globals['_SEGMENTCHUNK']._serialized_end=1363
-  _globals['_RAFTPEER']._serialized_start=1822
-  _globals['_RAFTPEER']._serialized_end=1987
-  _globals['_HAPEER']._serialized_start=1989
-  _globals['_HAPEER']._serialized_end=2067
+  _globals['_SLAVEREPORT']._serialized_end=208
+  _globals['_EPOCHENTRY']._serialized_start=210
+  _globals['_EPOCHENTRY']._serialized_end=259
+  _globals['_COMMITLOGCHUNK']._serialized_start=262
+  _globals['_COMMITLOGCHUNK']._serialized_end=468
+  _globals['_ENTRY']._serialized_start=470
+  _globals['_ENTRY']._serialized_end=557
+  _globals['_SNAPSHOTMETA']._serialized_start=559
+  _globals['_SNAPSHOTMETA']._serialized_end=636
+  _globals['_RAFTMESSAGE']._serialized_start=639
+  _globals['_RAFTMESSAGE']._serialized_end=943
+  _globals['_RAFTMESSAGEBATCH']._serialized_start=945
+  _globals['_RAFTMESSAGEBATCH']._serialized_end=1026
+  _globals['_FETCHSEGMENTSREQUEST']._serialized_start=1029
+  _globals['_FETCHSEGMENTSREQUEST']._serialized_end=1187
+  _globals['_SEGMENTDATA']._serialized_start=1189
+  _globals['_SEGMENTDATA']._serialized_end=1315
+  _globals['_SEGMENTSDONE']._serialized_start=1317
+  _globals['_SEGMENTSDONE']._serialized_end=1404
+  _globals['_SEGMENTCHUNK']._serialized_start=1406
+  _globals['_SEGMENTCHUNK']._serialized_end=1512
+  _globals['_RAFTPEER']._serialized_start=1971
+  _globals['_RAFTPEER']._serialized_end=2136
+  _globals['_HAPEER']._serialized_start=2138
+  _globals['_HAPEER']._serialized_end=2216
 # @@protoc_insertion_point(module_scope)

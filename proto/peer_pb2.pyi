@@ -45,36 +45,50 @@ ENTRY_TYPE_NORMAL: EntryType
 ENTRY_TYPE_CONF_CHANGE: EntryType
 
 class SlaveReport(_message.Message):
-    __slots__ = ("cluster_id", "broker_name", "node_id", "max_offset", "flushed_offset", "epoch")
+    __slots__ = ("cluster_id", "broker_name", "node_id", "max_offset", "flushed_offset", "epoch", "epochs")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
     FLUSHED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     broker_name: str
     node_id: str
     max_offset: int
     flushed_offset: int
     epoch: int
-    def __init__(self, cluster_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., node_id: _Optional[str] = ..., max_offset: _Optional[int] = ..., flushed_offset: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
+    epochs: _containers.RepeatedCompositeFieldContainer[EpochEntry]
+    def __init__(self, cluster_id: _Optional[str] = ..., broker_name: _Optional[str] = ..., node_id: _Optional[str] = ..., max_offset: _Optional[int] = ..., flushed_offset: _Optional[int] = ..., epoch: _Optional[int] = ..., epochs: _Optional[_Iterable[_Union[EpochEntry, _Mapping]]] = ...) -> None: ...
+
+class EpochEntry(_message.Message):
+    __slots__ = ("epoch", "start_offset")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    start_offset: int
+    def __init__(self, epoch: _Optional[int] = ..., start_offset: _Optional[int] = ...) -> None: ...
 
 class CommitLogChunk(_message.Message):
-    __slots__ = ("physical_offset", "data", "data_crc32", "master_max_offset", "confirm_offset", "master_epoch")
+    __slots__ = ("physical_offset", "data", "data_crc32", "master_max_offset", "confirm_offset", "master_epoch", "truncate", "epochs")
     PHYSICAL_OFFSET_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     DATA_CRC32_FIELD_NUMBER: _ClassVar[int]
     MASTER_MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MASTER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATE_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
     physical_offset: int
     data: bytes
     data_crc32: int
     master_max_offset: int
     confirm_offset: int
     master_epoch: int
-    def __init__(self, physical_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., data_crc32: _Optional[int] = ..., master_max_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., master_epoch: _Optional[int] = ...) -> None: ...
+    truncate: bool
+    epochs: _containers.RepeatedCompositeFieldContainer[EpochEntry]
+    def __init__(self, physical_offset: _Optional[int] = ..., data: _Optional[bytes] = ..., data_crc32: _Optional[int] = ..., master_max_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., master_epoch: _Optional[int] = ..., truncate: _Optional[bool] = ..., epochs: _Optional[_Iterable[_Union[EpochEntry, _Mapping]]] = ...) -> None: ...
 
 class Entry(_message.Message):
     __slots__ = ("index", "term", "type", "data")

@@ -182,11 +182,12 @@ class HaPeerServicer:
         there (whole records, never crossing a segment), and an empty chunk at least every second
         as a heartbeat. The slave sends a SlaveReport after storing each chunk (and with each
         heartbeat), which is how the master learns what each slave holds.
-        Errors: INVALID_ARGUMENT (wrong cluster_id or broker_name, malformed report),
-        FAILED_PRECONDITION (this node is not the group's master, or the slave's log is not a
-        prefix of the master's: it holds bytes past the master's end), OUT_OF_RANGE (the slave's
-        end is below the master's first retained byte: retention deleted what it needs),
-        UNAVAILABLE (shutting down).
+        A slave whose log is not a prefix of the master's (it holds bytes past where the two
+        epoch histories agree, e.g. a deposed master's unreplicated tail) is told to truncate.
+        Errors: INVALID_ARGUMENT (wrong cluster_id or broker_name, malformed report or epoch
+        history), FAILED_PRECONDITION (this node is not the group's master), OUT_OF_RANGE (the
+        slave must copy from below the master's first retained byte: retention deleted what it
+        needs), UNAVAILABLE (shutting down).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -16,6 +16,7 @@ import grpc
 
 from raftlog.node.config import NodeConfig
 from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
+from raftlog.node.masterslave.epochs import EpochHistory
 from raftlog.node.masterslave.ha_service import HaPeerService, HaServiceSettings
 from raftlog.node.masterslave.in_sync import InSyncSet
 from raftlog.node.masterslave.master_state import MasterState
@@ -49,6 +50,11 @@ class MasterSlaveMember:
         except BaseException:
             self.store.close()
             raise
+        try:
+            self.history = EpochHistory.load(config.data_dir)
+        except BaseException:
+            self.store.close()
+            raise
         master_id = _master_id(config)
         self.master: MasterState | None = None
         self._replicator: SlaveReplicator | None = None
@@ -66,7 +72,10 @@ class MasterSlaveMember:
                 synchronous=config.role == "SYNC_MASTER",
             )
             self._ha_service = HaPeerService(
-                HaServiceSettings(config.cluster_id, config.broker_name), self.store, self.master
+                HaServiceSettings(config.cluster_id, config.broker_name),
+                self.store,
+                self.master,
+                self.history,
             )
         self.write_path = MasterSlaveWritePath(
             GroupSettings(
@@ -88,6 +97,7 @@ class MasterSlaveMember:
                     config.cluster_id, config.broker_name, config.node_id, config.ha_master_address
                 ),
                 self.store,
+                self.history,
                 self.write_path.notify_visible,
             )
 

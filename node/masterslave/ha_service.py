@@ -9,8 +9,10 @@ slave's reports and hands them to MasterState (in-sync tracking, SYNC_MASTER wai
 Rules this module keeps:
 - Bad input gets a gRPC status with a message (peer.proto lists them), never a crash; a
   report that goes backwards ends the stream (the slave reconnects from what it holds).
-- The slave's log must be a prefix of the master's: a slave ending past the master, or
-  inside what the master no longer has, is refused, never "repaired" by guessing.
+- The stream starts where the two epoch histories agree (epochs.consistent_offset); a
+  slave holding bytes past that point is told to truncate them first (the first chunk says
+  so, with the master's history). A slave that would need bytes the master no longer has is
+  refused.
 - Every loop ends when the stream ends, the master closes, or the call is cancelled.
 """
 
@@ -24,6 +26,14 @@ from dataclasses import dataclass
 
 import grpc
 
+from raftlog.node.masterslave.epochs import (
+    FIRST_EPOCH,
+    EpochEntry,
+    EpochHistory,
+    EpochHistoryError,
+    check_entries,
+    consistent_offset,
+)
 from raftlog.node.masterslave.master_state import MasterState
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import CorruptRecordError
@@ -36,7 +46,6 @@ _log = logging.getLogger("raftlog.node.ha")
 class HaServiceSettings:
     cluster_id: str
     broker_name: str
-    epoch: int = 0
     chunk_bytes: int = 1 << 20
     heartbeat_s: float = 1.0
 
@@ -51,11 +60,16 @@ class _Sent:
 
 class HaPeerService(peer_pb2_grpc.HaPeerServicer):
     def __init__(
-        self, settings: HaServiceSettings, store: MessageStore, state: MasterState
+        self,
+        settings: HaServiceSettings,
+        store: MessageStore,
+        state: MasterState,
+        history: EpochHistory,
     ) -> None:
         self._settings = settings
         self._store = store
         self._state = state
+        self._history = history
 
     def Replicate(
         self, request_iterator: Iterator[peer_pb2.SlaveReport], context: grpc.ServicerContext
@@ -63,10 +77,10 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
         first = next(request_iterator, None)
         if first is None:
             return
-        start = self._check_first(first, context)
+        start, truncate = self._check_first(first, context)
         node_id = first.node_id
-        sent = _Sent(first.max_offset, self._state.now_ms())
-        self._state.slave_reported(node_id, first.max_offset, sent.end_offset, sent.at_ms)
+        sent = _Sent(start, self._state.now_ms())
+        self._state.slave_reported(node_id, start, sent.end_offset, sent.at_ms)
         reader = threading.Thread(
             target=self._read_reports,
             args=(request_iterator, node_id, sent, context),
@@ -74,14 +88,30 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
             daemon=True,
         )
         reader.start()
-        _log.info("slave %s streams from offset %d", node_id, start)
+        _log.info(
+            "slave %s streams from offset %d%s", node_id, start, " (truncating)" if truncate else ""
+        )
         try:
+            yield peer_pb2.CommitLogChunk(
+                physical_offset=start,
+                master_max_offset=self._store.commit_log.max_offset,
+                master_epoch=self._history.last_epoch,
+                truncate=truncate,
+                epochs=[
+                    peer_pb2.EpochEntry(epoch=e.epoch, start_offset=e.start_offset)
+                    for e in self._history.entries
+                ],
+            )
             yield from self._chunks(start, sent, context)
         finally:
             self._state.slave_gone(node_id)
             _log.info("slave %s stream ended", node_id)
 
-    def _check_first(self, report: peer_pb2.SlaveReport, context: grpc.ServicerContext) -> int:
+    def _check_first(
+        self, report: peer_pb2.SlaveReport, context: grpc.ServicerContext
+    ) -> tuple[int, bool]:
+        """Where the slave's stream starts (the last point both logs agree on), and whether
+        it must first truncate its log there."""
         settings = self._settings
         if report.cluster_id != settings.cluster_id or report.broker_name != settings.broker_name:
             context.abort(
@@ -92,20 +122,25 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
             )
         if not report.node_id or report.max_offset < 0 or report.flushed_offset < 0:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed slave report")
+        slave_epochs = [EpochEntry(e.epoch, e.start_offset) for e in report.epochs]
+        try:
+            check_entries(slave_epochs)
+        except EpochHistoryError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"slave epoch history: {error}")
         log = self._store.commit_log
-        if report.max_offset > log.max_offset:
-            context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                f"slave {report.node_id} holds bytes up to {report.max_offset}, past this "
-                f"master's end {log.max_offset}: its log is not a prefix of the master's",
-            )
-        if report.max_offset < log.min_offset:
+        start = consistent_offset(
+            slave_epochs or [FIRST_EPOCH],
+            report.max_offset,
+            self._history.entries,
+            log.max_offset,
+        )
+        if start < log.min_offset:
             context.abort(
                 grpc.StatusCode.OUT_OF_RANGE,
-                f"slave {report.node_id} ends at {report.max_offset}; this master keeps bytes "
+                f"slave {report.node_id} must copy from {start}; this master keeps bytes "
                 f"from {log.min_offset} on (retention deleted the rest)",
             )
-        return int(report.max_offset)
+        return start, start < report.max_offset
 
     def _chunks(
         self, start: int, sent: _Sent, context: grpc.ServicerContext
@@ -129,7 +164,7 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
                 data_crc32=zlib.crc32(data),
                 master_max_offset=sent.end_offset,
                 confirm_offset=state.confirmed_offset(),
-                master_epoch=settings.epoch,
+                master_epoch=self._history.last_epoch,
             )
             offset = position + len(data)
 

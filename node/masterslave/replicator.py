@@ -10,8 +10,9 @@ Rules this module keeps:
 - Nothing unverified is written: the chunk CRC, then every record's CRC (append_replicated).
 - A chunk is applied in order: bytes, then control records, then dispatch, then the report;
   so what the master counts as held is on this slave's disk as configured.
-- A refusal that retrying cannot fix (the master says the logs diverged) is logged loudly and
-  retried slowly; the slave never truncates on its own in static mode.
+- The slave truncates only when its master says so (the first chunk of a stream, computed
+  from both epoch histories), never on its own; it adopts the master's epochs as it copies
+  the bytes they cover.
 - Every wait is bounded; ``close`` ends the thread within about one second.
 """
 
@@ -33,6 +34,7 @@ from raftlog.node.control import (
     apply_to_store,
     control_command_of,
 )
+from raftlog.node.masterslave.epochs import EpochEntry, EpochHistory
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import StoreError
 from raftlog.store.message_store import MessageStore
@@ -60,10 +62,13 @@ class SlaveReplicator:
         self,
         settings: ReplicatorSettings,
         store: MessageStore,
+        history: EpochHistory,
         on_visible: Callable[[], None],
     ) -> None:
         self._settings = settings
         self._store = store
+        self._history = history
+        self._master_epochs: list[EpochEntry] = []
         self._on_visible = on_visible
         self._stop = threading.Event()
         self._call: grpc.Future | None = None
@@ -101,7 +106,7 @@ class SlaveReplicator:
             self._stop.wait(pause_s)
             pause_s = min(pause_s * 2, _RETRY_MAX_S)
 
-    def _report(self) -> peer_pb2.SlaveReport:
+    def _report(self, first: bool = False) -> peer_pb2.SlaveReport:
         log = self._store.commit_log
         return peer_pb2.SlaveReport(
             cluster_id=self._settings.cluster_id,
@@ -109,11 +114,18 @@ class SlaveReplicator:
             node_id=self._settings.node_id,
             max_offset=log.max_offset,
             flushed_offset=log.flushed_offset,
+            epoch=self._history.last_epoch,
+            epochs=[
+                peer_pb2.EpochEntry(epoch=e.epoch, start_offset=e.start_offset)
+                for e in self._history.entries
+            ]
+            if first
+            else [],
         )
 
     def _stream_once(self) -> None:
         reports: queue.Queue[peer_pb2.SlaveReport | None] = queue.Queue()
-        reports.put(self._report())
+        reports.put(self._report(first=True))
         with grpc.insecure_channel(
             self._settings.master_address, options=_CHANNEL_OPTIONS
         ) as channel:
@@ -135,15 +147,36 @@ class SlaveReplicator:
 
     def _store_chunk(self, chunk: peer_pb2.CommitLogChunk) -> None:
         self.master_max_offset = chunk.master_max_offset
+        if chunk.epochs:  # the stream's first chunk
+            self._master_epochs = [EpochEntry(e.epoch, e.start_offset) for e in chunk.epochs]
+            if chunk.truncate:
+                self._truncate(chunk.physical_offset)
         data = chunk.data
         if not data:
             return
         if zlib.crc32(data) != chunk.data_crc32:
             raise ValueError(f"chunk at {chunk.physical_offset}: CRC mismatch")
         records = self._store.append_replicated(chunk.physical_offset, data)
+        end = chunk.physical_offset + len(data)
+        for entry in self._master_epochs:
+            if entry.start_offset < end and entry.epoch > self._history.last_epoch:
+                self._history.begin(entry.epoch, entry.start_offset)
         self._apply_controls(data, records)
         self._store.dispatch()
         self._on_visible()
+
+    def _truncate(self, offset: int) -> None:
+        """Drop what this replica holds past ``offset`` (bytes no master vouches for: a
+        deposed master's unreplicated tail), with the epochs that started past it."""
+        held = self._store.commit_log.max_offset
+        _log.warning(
+            "truncating the CommitLog from %d (held up to %d): the master's history does "
+            "not vouch for those bytes",
+            offset,
+            held,
+        )
+        self._store.truncate_after(offset)
+        self._history.truncate(offset)
 
     def _apply_controls(self, data: bytes, records: list[BlockRecord]) -> None:
         position = 0

@@ -16,6 +16,7 @@ import pytest
 
 from raftlog.client import Admin, Consumer, Producer
 from raftlog.node.config import NodeConfig
+from raftlog.node.masterslave.epochs import FIRST_EPOCH, EpochHistory
 from raftlog.node.process import Node
 from raftlog.proto import client_pb2, client_pb2_grpc, peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import CorruptRecordError
@@ -178,8 +179,16 @@ def test_the_ha_stream_refuses_bad_reports(sync_group: Group) -> None:
     good = {"cluster_id": "raftlog", "broker_name": "broker-a", "node_id": "x"}
     wrong_cluster = _replicate(master, peer_pb2.SlaveReport(**{**good, "cluster_id": "other"}))
     assert wrong_cluster.code() is grpc.StatusCode.INVALID_ARGUMENT
-    ahead = _replicate(master, peer_pb2.SlaveReport(**good, max_offset=1 << 40))
-    assert ahead.code() is grpc.StatusCode.FAILED_PRECONDITION
+    disordered = [peer_pb2.EpochEntry(epoch=2, start_offset=0), peer_pb2.EpochEntry(epoch=1)]
+    bad_epochs = _replicate(master, peer_pb2.SlaveReport(**good, epochs=disordered))
+    assert bad_epochs.code() is grpc.StatusCode.INVALID_ARGUMENT
+    # A slave claiming bytes past the master's end is told to drop them, nothing more.
+    stub = peer_pb2_grpc.HaPeerStub(grpc.insecure_channel(master))
+    stream = stub.Replicate(iter([peer_pb2.SlaveReport(**good, max_offset=1 << 40)]), timeout=5)
+    first = next(stream)
+    stream.cancel()
+    end = sync_group.nodes["n1"].store.commit_log.max_offset
+    assert (first.truncate, first.physical_offset, first.data) == (True, end, b"")
     negative = _replicate(master, peer_pb2.SlaveReport(**good, max_offset=-5))
     assert negative.code() is grpc.StatusCode.INVALID_ARGUMENT
     # A slave's port serves no HA stream at all.
@@ -203,3 +212,68 @@ def test_a_corrupt_chunk_is_refused_by_a_slave(tmp_path: Path) -> None:
         assert slave.store.commit_log.max_offset == 0
     finally:
         group.stop("n2")
+
+
+def test_a_deposed_masters_tail_is_truncated_when_it_follows_again(sync_group: Group) -> None:
+    """n2 is cut off, believes itself master of epoch 1 and takes writes nobody copies; back
+    as a slave, the epoch histories show where its log stops agreeing with n1's: it drops its
+    tail there and copies n1's bytes, ending byte-identical."""
+    group = sync_group
+    with Admin(group.addresses["n1"]) as admin:
+        admin.create_topic(TOPIC, 1)
+    with Producer(group.addresses["n1"]) as producer:
+        for i in range(10):
+            producer.send(TOPIC, f"common {i}".encode())
+    group.wait_caught_up()
+    group.stop("n2")
+    shared_end = EpochHistory.load(str(group.root / "n2"))
+    n2_store_end = _commit_log_end(group.root / "n2")
+    shared_end.begin(1, n2_store_end)  # what a new master of epoch 1 records first
+    alone = Node(
+        NodeConfig(
+            node_id="n2",
+            listen_address=group.addresses["n2"],
+            peers={"n2": group.addresses["n2"]},
+            data_dir=str(group.root / "n2"),
+            replication="master-slave",
+            broker_role="ASYNC_MASTER",
+        )
+    )
+    alone.start()
+    try:
+        with Producer(group.addresses["n2"]) as producer:
+            for i in range(3):
+                producer.send(TOPIC, f"lost {i}".encode())
+    finally:
+        alone.stop()
+    with Producer(group.addresses["n1"]) as producer:
+        for i in range(5):
+            producer.send(TOPIC, f"after {i}".encode())
+    group.start("n2")
+    group.wait_caught_up()
+    assert group.commit_log_files("n2") == group.commit_log_files("n1")
+    got = group.nodes["n2"].store.get_messages(TOPIC, 0, 0, 100)
+    assert [m.body for m in got] == [f"common {i}".encode() for i in range(10)] + [
+        f"after {i}".encode() for i in range(5)
+    ]
+    assert EpochHistory.load(str(group.root / "n2")).entries == [FIRST_EPOCH]
+
+
+def _commit_log_end(data_dir: Path) -> int:
+    from raftlog.store.filesystem import OsFileSystem
+    from raftlog.store.message_store import MessageStore
+
+    store = MessageStore.open(
+        NodeConfig(
+            node_id="x",
+            listen_address="127.0.0.1:1",
+            peers={"x": "127.0.0.1:1"},
+            data_dir=str(data_dir),
+        ).store_config(),
+        OsFileSystem(),
+        housekeeping_interval_ms=None,
+    )
+    try:
+        return store.commit_log.max_offset
+    finally:
+        store.close()
