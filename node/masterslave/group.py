@@ -5,12 +5,16 @@ A master opens its store with no dispatch bound (static mode: nothing it stores 
 back by a failover) and serves the HA stream; a slave opens its store, and (``start``) its
 replicator streams the master's CommitLog into it.
 
-Rules this module keeps: the master is named by the configuration (static mode: broker_id 0,
-and each slave's ``ha_master_address``); a member never changes role while it runs;
-retention runs on the store directly (there is no Raft log to compact first).
+Rules this module keeps: in static mode the configuration names the master (broker_id 0, and
+each slave's ``ha_master_address``) and roles never change; ``become_master`` and ``follow``
+(what a controller drives) change them one at a time, under one lock; retention runs on the
+store directly (there is no Raft log to compact first).
 """
 
 from __future__ import annotations
+
+import logging
+import threading
 
 import grpc
 
@@ -21,11 +25,13 @@ from raftlog.node.masterslave.ha_service import HaPeerService, HaServiceSettings
 from raftlog.node.masterslave.in_sync import InSyncSet
 from raftlog.node.masterslave.master_state import MasterState
 from raftlog.node.masterslave.replicator import ReplicatorSettings, SlaveReplicator
+from raftlog.node.masterslave.roles import GroupRole, RoleHolder
 from raftlog.node.masterslave.write_path import GroupSettings, MasterSlaveWritePath
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_store import MessageStore
 
+_log = logging.getLogger("raftlog.node.masterslave")
 PEER_SERVICE_NAME = peer_pb2.DESCRIPTOR.services_by_name["HaPeer"].full_name
 
 
@@ -39,6 +45,7 @@ class MasterSlaveMember:
     peer_service_name = PEER_SERVICE_NAME
 
     def __init__(self, config: NodeConfig, store_host: tuple[str, int]) -> None:
+        self._config = config
         self.store = MessageStore.open(
             config.store_config(),
             OsFileSystem(),
@@ -47,63 +54,88 @@ class MasterSlaveMember:
         )
         try:
             self.store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
-        except BaseException:
-            self.store.close()
-            raise
-        try:
             self.history = EpochHistory.load(config.data_dir)
         except BaseException:
             self.store.close()
             raise
-        master_id = _master_id(config)
-        self.master: MasterState | None = None
+        self._change_lock = threading.Lock()
         self._replicator: SlaveReplicator | None = None
-        self._ha_service: HaPeerService | None = None
-        if config.role != "SLAVE":
+        self.roles = RoleHolder(
+            GroupRole(None, self.history.last_epoch), dict(config.peers), leased=False
+        )
+        self.write_path = MasterSlaveWritePath(
+            GroupSettings(
+                cluster_id=config.cluster_id,
+                broker_name=config.broker_name,
+                node_id=config.node_id,
+                broker_role=config.role,
+                members=dict(config.peers),
+                sync_timeout_s=config.sync_flush_timeout_ms / 1000,
+            ),
+            self.store,
+            self.roles,
+        )
+        self._ha_service = HaPeerService(
+            HaServiceSettings(config.cluster_id, config.broker_name),
+            self.store,
+            self.roles,
+            self.history,
+        )
+
+    # -- roles --------------------------------------------------------------------------------
+
+    def become_master(self, epoch: int) -> None:
+        """Take writes as the master of ``epoch`` (static mode: at start; under a controller:
+        when elected). A slave first stops copying; the store's queue offsets are re-read
+        from what it holds, and the epoch starts at its CommitLog's end."""
+        config = self._config
+        with self._change_lock:
+            self._stop_following()
+            self.store.reload_next_queue_offsets()
+            self.history.begin(epoch, self.store.commit_log.max_offset)
             log = self.store.commit_log
             sync_flush = config.flush_type == "SYNC_FLUSH"
-            self.master = MasterState(
+            state = MasterState(
                 InSyncSet(
                     config.in_sync_replicas_needed,
                     config.ha_max_gap_not_in_sync_bytes,
                     config.ha_max_time_slave_not_catchup_ms,
                 ),
                 (lambda: log.flushed_offset) if sync_flush else (lambda: log.max_offset),
-                synchronous=config.role == "SYNC_MASTER",
+                synchronous=config.role != "ASYNC_MASTER",
             )
-            self._ha_service = HaPeerService(
-                HaServiceSettings(config.cluster_id, config.broker_name),
-                self.store,
-                self.master,
-                self.history,
-            )
-        self.write_path = MasterSlaveWritePath(
-            GroupSettings(
-                cluster_id=config.cluster_id,
-                broker_name=config.broker_name,
-                node_id=config.node_id,
-                role=config.role,
-                master_id=master_id,
-                members=dict(config.peers),
-                sync_timeout_s=config.sync_flush_timeout_ms / 1000,
-            ),
-            self.store,
-            self.master,
-        )
-        if config.role == "SLAVE":
-            assert config.ha_master_address is not None
+            self.roles.swap(GroupRole(config.node_id, epoch, state))
+            _log.info("%s is the master of epoch %d", config.node_id, epoch)
+
+    def follow(self, master_id: str, epoch: int) -> None:
+        """Copy ``master_id``'s CommitLog as its slave in ``epoch``; a master steps down
+        first (its slaves' streams end, its writes are refused from now on)."""
+        config = self._config
+        with self._change_lock:
+            previous = self.roles.swap(GroupRole(master_id, epoch))
+            if previous.master_state is not None:
+                previous.master_state.close()
+            self._stop_following()
             self._replicator = SlaveReplicator(
                 ReplicatorSettings(
-                    config.cluster_id, config.broker_name, config.node_id, config.ha_master_address
+                    config.cluster_id, config.broker_name, config.node_id, config.peers[master_id]
                 ),
                 self.store,
                 self.history,
                 self.write_path.notify_visible,
             )
+            self._replicator.start()
+            _log.info("%s follows %s in epoch %d", config.node_id, master_id, epoch)
+
+    def _stop_following(self) -> None:
+        if self._replicator is not None:
+            self._replicator.close()
+            self._replicator = None
+
+    # -- life ---------------------------------------------------------------------------------
 
     def add_peer_service(self, server: grpc.Server) -> None:
-        if self._ha_service is not None:
-            peer_pb2_grpc.add_HaPeerServicer_to_server(self._ha_service, server)  # type: ignore[no-untyped-call]
+        peer_pb2_grpc.add_HaPeerServicer_to_server(self._ha_service, server)  # type: ignore[no-untyped-call]
 
     @property
     def failed(self) -> bool:
@@ -113,15 +145,20 @@ class MasterSlaveMember:
         self.store.run_retention()
 
     def start(self) -> None:
-        if self._replicator is not None:
-            self._replicator.start()
+        """Static mode: the configured role (broker_id 0 is the master)."""
+        config = self._config
+        if config.role == "SLAVE":
+            self.follow(_master_id(config), self.history.last_epoch)
+        else:
+            self.become_master(self.history.last_epoch)
 
     def stop_replication(self) -> None:
         """Before the server stops: end the slaves' streams (master) or our own (slave)."""
-        if self.master is not None:
-            self.master.close()
-        if self._replicator is not None:
-            self._replicator.close()
+        with self._change_lock:
+            previous = self.roles.swap(GroupRole(None, self.roles.current().epoch))
+            if previous.master_state is not None:
+                previous.master_state.close()
+            self._stop_following()
 
     def close(self) -> None:
         self.store.close()

@@ -35,6 +35,7 @@ from raftlog.node.masterslave.epochs import (
     consistent_offset,
 )
 from raftlog.node.masterslave.master_state import MasterState
+from raftlog.node.masterslave.roles import RoleHolder
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import CorruptRecordError
 from raftlog.store.message_store import MessageStore
@@ -63,12 +64,12 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
         self,
         settings: HaServiceSettings,
         store: MessageStore,
-        state: MasterState,
+        roles: RoleHolder,
         history: EpochHistory,
     ) -> None:
         self._settings = settings
         self._store = store
-        self._state = state
+        self._roles = roles
         self._history = history
 
     def Replicate(
@@ -77,13 +78,22 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
         first = next(request_iterator, None)
         if first is None:
             return
+        # The stream belongs to this master term: it ends when the member steps down.
+        state = self._roles.current().master_state
+        if state is None:
+            master = self._roles.master_address()
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"not the master; the master is at {master}" if master else "not the master",
+            )
+            return  # abort raised; this says so to the type checker
         start, truncate = self._check_first(first, context)
         node_id = first.node_id
-        sent = _Sent(start, self._state.now_ms())
-        self._state.slave_reported(node_id, start, sent.end_offset, sent.at_ms)
+        sent = _Sent(start, state.now_ms())
+        state.slave_reported(node_id, start, sent.end_offset, sent.at_ms)
         reader = threading.Thread(
             target=self._read_reports,
-            args=(request_iterator, node_id, sent, context),
+            args=(request_iterator, node_id, state, sent, context),
             name=f"ha-reports-{node_id}",
             daemon=True,
         )
@@ -102,9 +112,9 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
                     for e in self._history.entries
                 ],
             )
-            yield from self._chunks(start, sent, context)
+            yield from self._chunks(start, state, sent, context)
         finally:
-            self._state.slave_gone(node_id)
+            state.slave_gone(node_id)
             _log.info("slave %s stream ended", node_id)
 
     def _check_first(
@@ -143,9 +153,9 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
         return start, start < report.max_offset
 
     def _chunks(
-        self, start: int, sent: _Sent, context: grpc.ServicerContext
+        self, start: int, state: MasterState, sent: _Sent, context: grpc.ServicerContext
     ) -> Iterator[peer_pb2.CommitLogChunk]:
-        settings, log, state = self._settings, self._store.commit_log, self._state
+        settings, log = self._settings, self._store.commit_log
         offset = start
         while context.is_active() and not state.closed:
             try:
@@ -172,6 +182,7 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
         self,
         reports: Iterator[peer_pb2.SlaveReport],
         node_id: str,
+        state: MasterState,
         sent: _Sent,
         context: grpc.ServicerContext,
     ) -> None:
@@ -183,6 +194,6 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
                     context.cancel()
                     return
                 last = report.max_offset
-                self._state.slave_reported(node_id, report.max_offset, sent.end_offset, sent.at_ms)
+                state.slave_reported(node_id, report.max_offset, sent.end_offset, sent.at_ms)
         except grpc.RpcError:
             pass  # the stream ended; Replicate's finally forgets the slave

@@ -122,6 +122,10 @@ class MasterState:
             return self._in_sync.in_sync(self._master_end(), self._now_ms())
 
     @property
+    def synchronous(self) -> bool:
+        return self._synchronous
+
+    @property
     def closed(self) -> bool:
         return self._closed
 

@@ -30,8 +30,9 @@ from raftlog.node.control import (
     apply_to_store,
     control_message,
 )
-from raftlog.node.errors import InvalidRequestError, NotLeaderError
+from raftlog.node.errors import InvalidRequestError
 from raftlog.node.masterslave.master_state import MasterState
+from raftlog.node.masterslave.roles import RoleHolder
 from raftlog.node.masterslave.sequences import ProducerSequences
 from raftlog.node.write_checks import (
     check_encoded_topics,
@@ -53,38 +54,29 @@ _PRODUCER_RETENTION_MS = 15 * 60 * 1000
 
 @dataclass(frozen=True, slots=True)
 class GroupSettings:
-    """Who is who in the broker group, as this node's configuration says."""
+    """The broker group as this node's configuration describes it (who is master now is the
+    RoleHolder's business)."""
 
     cluster_id: str
     broker_name: str
     node_id: str
-    role: str  # SYNC_MASTER, ASYNC_MASTER or SLAVE
-    master_id: str
+    broker_role: str  # SYNC_MASTER, ASYNC_MASTER or SLAVE, as configured
     members: dict[str, str]  # node id -> address
     sync_timeout_s: float
-    epoch: int = 0
 
 
 class MasterSlaveWritePath:
-    def __init__(
-        self, settings: GroupSettings, store: MessageStore, master: MasterState | None
-    ) -> None:
-        """``master`` is the master's shared state; None on a slave."""
+    def __init__(self, settings: GroupSettings, store: MessageStore, roles: RoleHolder) -> None:
         self._settings = settings
         self._store = store
-        self._master = master
+        self._roles = roles
         self._sequences = ProducerSequences(_PRODUCER_RETENTION_MS)
         self.visible = threading.Condition()
 
     # -- who may write ------------------------------------------------------------------------
 
     def _require_master(self) -> MasterState:
-        if self._master is None:
-            settings = self._settings
-            raise NotLeaderError(
-                settings.master_id, settings.members.get(settings.master_id), settings.epoch
-            )
-        return self._master
+        return self._roles.writable_master()
 
     def notify_visible(self) -> None:
         with self.visible:
@@ -167,7 +159,7 @@ class MasterSlaveWritePath:
             store_timestamp_ms=read_store_timestamp_ms(head),
             duplicate=False,
             raft_index=0,
-            raft_term=self._settings.epoch,
+            raft_term=self._roles.current().epoch,
             replication_status=status,
         )
 
@@ -214,17 +206,19 @@ class MasterSlaveWritePath:
 
     def cluster_view(self) -> ClusterView:
         settings = self._settings
-        master = self._master
+        role = self._roles.current()
+        master = role.master_state
         log = self._store.commit_log
         lags = {lag.node_id: lag for lag in master.lags()} if master is not None else {}
         members = []
         for node_id, address in sorted(settings.members.items()):
             lag = lags.get(node_id)
+            is_master = node_id == role.master_id
             members.append(
                 MemberView(
                     node_id=node_id,
                     address=address,
-                    role="leader" if node_id == settings.master_id else "follower",
+                    role="leader" if is_master else "follower",
                     voter=True,
                     has_progress=lag is not None,
                     match_index=lag.acked_offset if lag is not None else 0,
@@ -232,16 +226,16 @@ class MasterSlaveWritePath:
                     recent_active=lag is not None,
                     lag_bytes=lag.lag_bytes if lag is not None else 0,
                     lag_ms=lag.lag_ms if lag is not None else 0,
-                    in_sync=lag.in_sync if lag is not None else node_id == settings.master_id,
+                    in_sync=lag.in_sync if lag is not None else is_master,
                 )
             )
         return ClusterView(
             cluster_id=settings.cluster_id,
             node_id=settings.node_id,
             role="leader" if master is not None else "follower",
-            leader_id=settings.master_id,
-            leader_address=settings.members.get(settings.master_id),
-            term=settings.epoch,
+            leader_id=role.master_id,
+            leader_address=settings.members.get(role.master_id) if role.master_id else None,
+            term=role.epoch,
             commit_index=master.confirmed_offset() if master is not None else 0,
             applied_index=self._store.dispatched_physical_offset,
             last_index=log.max_offset,
@@ -249,7 +243,7 @@ class MasterSlaveWritePath:
             transferring_to=None,
             replication="master-slave",
             broker_name=settings.broker_name,
-            broker_role=settings.role,
+            broker_role=_role_name(master),
         )
 
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
@@ -261,3 +255,9 @@ class MasterSlaveWritePath:
                     break
                 self.visible.wait(remaining)
         return self._store.dispatched_physical_offset
+
+
+def _role_name(master: MasterState | None) -> str:
+    if master is None:
+        return "SLAVE"
+    return "SYNC_MASTER" if master.synchronous else "ASYNC_MASTER"

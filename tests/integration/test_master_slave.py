@@ -16,7 +16,8 @@ import pytest
 
 from raftlog.client import Admin, Consumer, Producer
 from raftlog.node.config import NodeConfig
-from raftlog.node.masterslave.epochs import FIRST_EPOCH, EpochHistory
+from raftlog.node.masterslave.epochs import FIRST_EPOCH, EpochEntry, EpochHistory
+from raftlog.node.masterslave.group import MasterSlaveMember
 from raftlog.node.process import Node
 from raftlog.proto import client_pb2, client_pb2_grpc, peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import CorruptRecordError
@@ -191,9 +192,10 @@ def test_the_ha_stream_refuses_bad_reports(sync_group: Group) -> None:
     assert (first.truncate, first.physical_offset, first.data) == (True, end, b"")
     negative = _replicate(master, peer_pb2.SlaveReport(**good, max_offset=-5))
     assert negative.code() is grpc.StatusCode.INVALID_ARGUMENT
-    # A slave's port serves no HA stream at all.
+    # A slave serves no HA stream: it names its master.
     slave = _replicate(sync_group.addresses["n2"], peer_pb2.SlaveReport(**good))
-    assert slave.code() is grpc.StatusCode.UNIMPLEMENTED
+    assert slave.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert master in (slave.details() or "")
     # The master still streams to its real slaves: nothing above disturbed it.
     with Admin(master) as admin:
         admin.create_topic(TOPIC, 1)
@@ -277,3 +279,42 @@ def _commit_log_end(data_dir: Path) -> int:
         return store.commit_log.max_offset
     finally:
         store.close()
+
+
+def test_a_switchover_moves_the_master_and_every_replica_follows(sync_group: Group) -> None:
+    """What a controller drives: n2 becomes the master of epoch 1, n1 steps down and follows
+    it with n3. Writes go to n2 (n1 redirects), every replica ends byte-identical, and all
+    three record that epoch 1 began where n1's log ended."""
+    group = sync_group
+    with Admin(group.addresses["n1"]) as admin:
+        admin.create_topic(TOPIC, 1)
+    with Producer(group.addresses["n1"]) as producer:
+        for i in range(5):
+            producer.send(TOPIC, f"epoch 0 #{i}".encode())
+    group.wait_caught_up()
+    end_of_epoch_0 = group.nodes["n1"].store.commit_log.max_offset
+    members = {node_id: node.member for node_id, node in group.nodes.items()}
+    for member in members.values():
+        assert isinstance(member, MasterSlaveMember)
+    members["n2"].become_master(1)  # type: ignore[union-attr]
+    members["n1"].follow("n2", 1)  # type: ignore[union-attr]
+    members["n3"].follow("n2", 1)  # type: ignore[union-attr]
+    with Producer(group.addresses["n1"]) as producer:  # follows the redirect to n2
+        results = [producer.send(TOPIC, f"epoch 1 #{i}".encode()) for i in range(5)]
+    assert {r.send_status for r in results} == {"SEND_OK"}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        ends = {n: node.store.dispatched_physical_offset for n, node in group.nodes.items()}
+        if len(set(ends.values())) == 1:
+            break
+        time.sleep(0.02)
+    assert group.commit_log_files("n1") == group.commit_log_files("n2")
+    assert group.commit_log_files("n3") == group.commit_log_files("n2")
+    for node_id in ("n1", "n2", "n3"):
+        assert EpochHistory.load(str(group.root / node_id)).entries == [
+            FIRST_EPOCH,
+            EpochEntry(1, end_of_epoch_0),
+        ]
+    with Admin(group.addresses["n3"]) as admin:
+        status = admin.cluster_status(address=group.addresses["n1"])
+    assert (status.leader_id, status.term, status.broker_role) == ("n2", 1, "SLAVE")
