@@ -28,6 +28,8 @@ Rules this module keeps:
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import queue
 import threading
 import uuid
@@ -80,11 +82,31 @@ def _properties(properties: Mapping[str, str] | Sequence[tuple[str, str]]) -> li
     return [client_pb2.Property(name=name, value=value) for name, value in pairs]
 
 
+class _UniqKeys:
+    """Message unique keys (UNIQ_KEY) without a uuid4 per message, which cost the producer
+    about a sixth of its time: 32 hex digits as RocketMQ's, a random 80-bit prefix per
+    process (drawn again after a fork) and a 48-bit counter."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._prefix = os.urandom(10).hex().upper()
+        self._counter = itertools.count(int.from_bytes(os.urandom(2), "big") << 24)
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._counter) & 0xFFFFFFFFFFFF:012X}"
+
+
+_UNIQ_KEYS = _UniqKeys()
+
+
 def _to_proto(message: OutgoingMessage) -> Any:
     proto = client_pb2.ProduceMessage(
         keys=list(message.keys),
         tags=message.tags,
-        uniq_key=message.uniq_key or uuid.uuid4().hex.upper(),
+        uniq_key=message.uniq_key or _UNIQ_KEYS.next(),
         properties=_properties(message.properties),
         body=bytes(message.body),
         flag=message.flag,
