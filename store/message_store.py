@@ -86,9 +86,9 @@ from raftlog.store.message_reader import (
 )
 from raftlog.store.message_writer import MessageWriter
 from raftlog.store.record import (
-    BlockRecord,
     MessageRecord,
-    verify_block,
+    RecordShape,
+    walk_block,
 )
 from raftlog.store.retention import Retention, RetentionReport
 from raftlog.store.store_lock import AbortMarker, StoreLock
@@ -402,13 +402,14 @@ class MessageStore:
             self.dispatch()
         return results
 
-    def append_replicated(self, physical_offset: int, block: bytes) -> list[BlockRecord]:
+    def append_replicated(self, physical_offset: int, block: bytes) -> list[RecordShape]:
         """Store records a master streamed (a master-slave slave's write): ``block`` must be
-        whole records with their CRC trailers (CorruptRecordError otherwise) and land exactly
-        at ``physical_offset`` (InvalidOffsetError otherwise: the logs diverged), so the
-        replica stays byte-identical. Fsynced under SYNC_FLUSH; not dispatched (the caller
-        applies control records first, then calls ``dispatch``). Returns the records, checked."""
-        records = verify_block(block)
+        whole, well-formed records (CorruptRecordError otherwise; their CRCs are the chunk
+        checksum's business, checked by the caller) and land exactly at ``physical_offset``
+        (InvalidOffsetError otherwise: the logs diverged), so the replica stays
+        byte-identical. Fsynced under SYNC_FLUSH; not dispatched (the caller applies control
+        records first, then calls ``dispatch``). Returns each record's size and topic."""
+        records = walk_block(block)
         with self._write_lock:
             if self._closed:
                 raise StoreClosedError("the store is closed")

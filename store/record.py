@@ -626,6 +626,29 @@ class BlockRecord(NamedTuple):
     properties: tuple[tuple[str, str], ...]  # decoded, the CRC trailer excluded
 
 
+class RecordShape(NamedTuple):
+    """One record of a block whose structure was checked (no CRC work): its size and topic."""
+
+    size: int
+    topic: str
+
+
+def walk_block(block: bytes | bytearray | memoryview) -> list[RecordShape]:
+    """Every record of ``block`` (back to back, nothing else), its magic and inner lengths
+    checked (CorruptRecordError at the first bad one), its CRCs not: for bytes a checksum
+    over the whole block already vouches for (a master's stream to its slaves), at a quarter
+    of ``verify_block``'s cost."""
+    shapes: list[RecordShape] = []
+    pos = 0
+    while pos < len(block):
+        fields, _, topic_pos, topic_len, _, _ = _layout(block, pos)
+        shapes.append(
+            RecordShape(fields[0], bytes(block[topic_pos : topic_pos + topic_len]).decode())
+        )
+        pos += fields[0]
+    return shapes
+
+
 def verify_block(block: bytes | bytearray | memoryview) -> list[BlockRecord]:
     """Check every record of ``block`` (back to back, nothing else) the way ``decode_record``
     does, the record CRC trailer required; CorruptRecordError names the first bad one."""

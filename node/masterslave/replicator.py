@@ -7,7 +7,9 @@ consumer offsets), makes the records visible, and reports again. A broken stream
 after a short, growing pause.
 
 Rules this module keeps:
-- Nothing unverified is written: the chunk CRC, then every record's CRC (append_replicated).
+- Nothing unverified is written: the chunk's CRC32 covers every byte, and every record's
+  structure is checked (append_replicated); the records keep their own CRCs, which readers
+  and recovery check as on the master.
 - A chunk is applied in order: bytes, then control records, then dispatch, then the report;
   so what the master counts as held is on this slave's disk as configured.
 - The slave truncates only when its master says so (the first chunk of a stream, computed
@@ -38,7 +40,7 @@ from raftlog.node.masterslave.epochs import EpochEntry, EpochHistory
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import StoreError
 from raftlog.store.message_store import MessageStore
-from raftlog.store.record import BlockRecord
+from raftlog.store.record import RecordShape
 
 _log = logging.getLogger("raftlog.node.ha")
 _RETRY_FIRST_S = 0.05
@@ -178,7 +180,7 @@ class SlaveReplicator:
         self._store.truncate_after(offset)
         self._history.truncate(offset)
 
-    def _apply_controls(self, data: bytes, records: list[BlockRecord]) -> None:
+    def _apply_controls(self, data: bytes, records: list[RecordShape]) -> None:
         position = 0
         for record in records:
             if record.topic == CONTROL_TOPIC:

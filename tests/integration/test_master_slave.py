@@ -209,8 +209,12 @@ def test_a_corrupt_chunk_is_refused_by_a_slave(tmp_path: Path) -> None:
     try:
         data = b"not a record" * 4
         chunk = peer_pb2.CommitLogChunk(physical_offset=0, data=data, data_crc32=zlib.crc32(data))
+        replicator = slave.member._replicator  # type: ignore[union-attr]
         with pytest.raises(CorruptRecordError):
-            slave.member._replicator._store_chunk(chunk)  # type: ignore[union-attr]
+            replicator._store_chunk(chunk)
+        chunk.data_crc32 ^= 1  # a byte flipped on the way: the chunk CRC refuses it
+        with pytest.raises(ValueError, match="CRC mismatch"):
+            replicator._store_chunk(chunk)
         assert slave.store.commit_log.max_offset == 0
     finally:
         group.stop("n2")

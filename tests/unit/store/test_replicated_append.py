@@ -1,6 +1,8 @@
 """A master-slave copy: CommitLog.read_items on the master, MessageStore.append_replicated on
 the slave. The slave's CommitLog comes out byte-identical across segment rolls (blanks
-included), its ConsumeQueues serve the same messages, and wrong input changes nothing."""
+included), its ConsumeQueues serve the same messages, and a block that is misplaced or not
+made of whole records changes nothing (a flipped byte inside a record is the stream's chunk
+CRC's to catch: tests/integration/test_master_slave.py)."""
 
 from __future__ import annotations
 
@@ -71,7 +73,7 @@ def test_a_chunk_for_the_wrong_place_or_with_bad_bytes_changes_nothing(pair) -> 
     with pytest.raises(InvalidOffsetError, match="the logs diverged"):
         slave.append_replicated(start + 1, data)
     flipped = bytearray(data)
-    flipped[-20] ^= 0xFF
+    flipped[5] ^= 0xFF  # the first record's magic
     with pytest.raises(CorruptRecordError):
         slave.append_replicated(start, bytes(flipped))
     with pytest.raises(CorruptRecordError):
