@@ -49,6 +49,7 @@ _MS_PER_SECOND = 1000
 _FILE_NAME_DIGITS = 20
 # Dirty slots beyond this share are written as one whole-table write instead of one each.
 _WHOLE_TABLE_WRITE_RATIO = 64
+_SLOTS_PER_PAGE = 1024
 # Entries read per chunk when rebuilding a slot table.
 _REBUILD_CHUNK_ENTRIES = 65536
 assert _HEADER.size == HEADER_SIZE_BYTES and _ENTRY.size == ENTRY_SIZE_BYTES
@@ -63,6 +64,20 @@ def _to_big_endian(table: array[int]) -> bytes:
         swapped.byteswap()
         return swapped.tobytes()
     return table.tobytes()
+
+
+def _page_runs(slots: set[int], slot_count: int) -> list[tuple[int, int]]:
+    """``[first, end)`` slot ranges covering every page of ``_SLOTS_PER_PAGE`` slots that
+    holds one of ``slots``, neighbouring pages merged."""
+    runs: list[tuple[int, int]] = []
+    for page in sorted({slot // _SLOTS_PER_PAGE for slot in slots}):
+        first = page * _SLOTS_PER_PAGE
+        end = min(first + _SLOTS_PER_PAGE, slot_count)
+        if runs and runs[-1][1] == first:
+            runs[-1] = (runs[-1][0], end)
+        else:
+            runs.append((first, end))
+    return runs
 
 
 def _from_big_endian(raw: bytes) -> array[int]:
@@ -284,11 +299,14 @@ class IndexFile:
         if len(self._dirty_slots) * _WHOLE_TABLE_WRITE_RATIO > self.slot_count:
             self._handles.pwrite(self.path, _to_big_endian(slots), HEADER_SIZE_BYTES)
         else:
-            for slot in sorted(self._dirty_slots):
+            # One write per run of touched 4 KiB pages of the table, not one per slot: under
+            # load most dirty slots sit on distinct pages anyway, and a syscall per 4-byte
+            # slot cost a slave a fifth of its time in checkpoints.
+            for first, end in _page_runs(self._dirty_slots, self.slot_count):
                 self._handles.pwrite(
                     self.path,
-                    _SLOT.pack(slots[slot]),
-                    HEADER_SIZE_BYTES + SLOT_SIZE_BYTES * slot,
+                    _to_big_endian(slots[first:end]),
+                    HEADER_SIZE_BYTES + SLOT_SIZE_BYTES * first,
                 )
         self._dirty_slots = set()
 
