@@ -129,6 +129,10 @@ class MessageStore:
         self._dispatch_bound = dispatch_bound
         self._sync_flush_timeout_s = sync_flush_timeout_s
         self._write_lock = threading.Lock()
+        # A master-slave master's hook, called after each write reaches the CommitLog and
+        # before the flush wait: its slaves' streams send (and the slaves fsync) while the
+        # master fsyncs, rather than after.
+        self.on_append: Callable[[], None] | None = None
         self._dispatch_lock = threading.Lock()
         self._queues_lock = threading.Lock()
         self._closed = False
@@ -394,6 +398,8 @@ class MessageStore:
             if self._closed:
                 raise StoreClosedError("the store is closed")
             results = self._writer.append(block, entries, hints, stamp_store_host)
+        if self.on_append is not None:
+            self.on_append()
         end = results[-1].physical_offset + entries[-1][1]
         if self._group_flusher is not None:
             self._group_flusher.wait_flushed(end, self._sync_flush_timeout_s)

@@ -59,6 +59,7 @@ class MasterSlaveMember:
             self.store.close()
             raise
         self._change_lock = threading.Lock()
+        self.store.on_append = self._appended
         self._replicator: SlaveReplicator | None = None
         self.roles = RoleHolder(
             GroupRole(None, self.history.last_epoch), dict(config.peers), leased=False
@@ -82,6 +83,11 @@ class MasterSlaveMember:
             self.history,
         )
 
+    def _appended(self) -> None:
+        state = self.roles.current().master_state
+        if state is not None:
+            state.written()
+
     # -- roles --------------------------------------------------------------------------------
 
     def become_master(self, epoch: int) -> None:
@@ -103,6 +109,7 @@ class MasterSlaveMember:
                 ),
                 (lambda: log.flushed_offset) if sync_flush else (lambda: log.max_offset),
                 synchronous=config.role != "ASYNC_MASTER",
+                log_end=lambda: log.max_offset,
             )
             self.roles.swap(GroupRole(config.node_id, epoch, state))
             _log.info("%s is the master of epoch %d", config.node_id, epoch)

@@ -37,12 +37,15 @@ class MasterState:
         master_end: Callable[[], int],
         *,
         synchronous: bool,
+        log_end: Callable[[], int] | None = None,
         now_ms: Callable[[], int] = monotonic_ms,
     ) -> None:
         """``master_end``: the offset the master itself holds (its flushed end under
-        SYNC_FLUSH, its written end otherwise)."""
+        SYNC_FLUSH, its written end otherwise); ``log_end``: where its CommitLog ends, written
+        or not (what the streams may send; default ``master_end``)."""
         self._in_sync = in_sync
         self._master_end = master_end
+        self._log_end = log_end if log_end is not None else master_end
         self._synchronous = synchronous
         self._now_ms = now_ms
         self._changed = threading.Condition()
@@ -93,9 +96,7 @@ class MasterState:
     def wait_for_bytes(self, past_offset: int, timeout_s: float) -> None:
         """Block until the master's log ends past ``past_offset``, ``close``, or the timeout."""
         with self._changed:
-            self._changed.wait_for(
-                lambda: self._closed or self._master_end() > past_offset, timeout_s
-            )
+            self._changed.wait_for(lambda: self._closed or self._log_end() > past_offset, timeout_s)
 
     # -- views --------------------------------------------------------------------------------
 

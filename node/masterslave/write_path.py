@@ -145,7 +145,6 @@ class MasterSlaveWritePath:
         queue_ids: list[int],
         timeout_s: float,
     ) -> ProduceOutcome:
-        master.written()
         self.notify_visible()
         log = self._store.commit_log
         first = results[0].physical_offset
