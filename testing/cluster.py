@@ -52,6 +52,7 @@ from raftlog.testing.docker_objects import (  # first: it configures testcontain
     remove_by_label,
     sweep_stale,
 )
+from raftlog.testing.group_roles import master_slave_settings
 
 DEFAULT_IMAGE = "raftlog:dev"
 NODE_PORT = 7701
@@ -100,6 +101,8 @@ class RaftlogCluster:
     ``image``: the node image (``raftlog:dev``, made by ``make image``; never pulled when
     present). ``nodes``: how many (3). ``env``: extra ``RAFTLOG_*`` settings for every node
     (e.g. ``{"RAFTLOG_DURABILITY": "write"}``). ``bind_host``: where the ports are published.
+    ``replication="master-slave"`` makes n1 the master (``master_role``) and the other nodes
+    its slaves, as ``raftlog cluster up --replication master-slave`` does.
     """
 
     def __init__(
@@ -110,8 +113,12 @@ class RaftlogCluster:
         env: Mapping[str, str] | None = None,
         bind_host: str = "127.0.0.1",
         start_timeout_s: float = 120.0,
+        replication: str = "raft",
+        master_role: str = "SYNC_MASTER",
     ) -> None:
         self.image = image
+        self.replication = replication
+        self.master_role = master_role
         self.run_id = str(uuid.uuid4())
         self.bind_host = bind_host
         self.start_timeout_s = start_timeout_s
@@ -162,6 +169,7 @@ class RaftlogCluster:
                     RAFTLOG_ADVERTISE_ADDRESS=f"{node_id}:{NODE_PORT}",
                     RAFTLOG_PEERS=peers,
                     RAFTLOG_CLUSTER_ID=f"test-{short}",
+                    **self._mode_env(node_id),
                     **self._env,
                 )
                 .with_kwargs(labels=self.labels, hostname=node_id)
@@ -176,6 +184,13 @@ class RaftlogCluster:
                 int(self.start_timeout_s)
             ).wait_until_ready(node.container)
         self.wait_for_leader(timeout_s=self.start_timeout_s)
+
+    def _mode_env(self, node_id: str) -> dict[str, str]:
+        if self.replication != "master-slave":
+            return {}
+        master = f"{self._node_ids[0]}:{NODE_PORT}"
+        settings = master_slave_settings(self._node_ids, node_id, self.master_role, master)
+        return {f"RAFTLOG_{name.upper()}": value for name, value in settings.items()}
 
     def close(self) -> None:
         """Remove every container, the network and every volume of this run."""

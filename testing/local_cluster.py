@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from raftlog.testing.cluster_state import CLUSTER_FILE, LocalNode, read_state, write_state
+from raftlog.testing.group_roles import master_slave_settings
 from raftlog.testing.node_probes import (
     alive,
     cmdline,
@@ -175,12 +176,13 @@ class LocalCluster:
         """Master-slave flags: n1 is the master (broker_id 0), nK slave K-1 of it."""
         if self.replication != "master-slave":
             return []
-        index = list(self.nodes).index(node_id)
-        args = ["--replication", "master-slave", "--broker-id", str(index)]
-        if index == 0:
-            return [*args, "--broker-role", self.master_role]
         master = next(iter(self.nodes.values())).address
-        return [*args, "--broker-role", "SLAVE", "--ha-master-address", master]
+        settings = master_slave_settings(list(self.nodes), node_id, self.master_role, master)
+        return [
+            arg
+            for name, value in settings.items()
+            for arg in (f"--{name.replace('_', '-')}", value)
+        ]
 
     def _ours(self, node: LocalNode) -> bool:
         """The recorded PID still runs our node (not a recycled PID)."""

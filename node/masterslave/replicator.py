@@ -15,7 +15,9 @@ Rules this module keeps:
 - The slave truncates only when its master says so (the first chunk of a stream, computed
   from both epoch histories), never on its own; it adopts the master's epochs as it copies
   the bytes they cover.
-- Every wait is bounded; ``close`` ends the thread within about one second.
+- Every wait is bounded; ``close`` ends the thread within about one second. The channel
+  pings the master (the peer transport's keepalive), so a paused or cut-off master ends the
+  stream within about three seconds and the slave reconnects.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from raftlog.node.control import (
     control_command_of,
 )
 from raftlog.node.masterslave.epochs import EpochEntry, EpochHistory
+from raftlog.node.peer.transport import CHANNEL_OPTIONS
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import StoreError
 from raftlog.store.message_store import MessageStore
@@ -45,10 +48,6 @@ from raftlog.store.record import RecordShape
 _log = logging.getLogger("raftlog.node.ha")
 _RETRY_FIRST_S = 0.05
 _RETRY_MAX_S = 1.0
-_CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 << 20),
-    ("grpc.max_send_message_length", 64 << 20),
-]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +128,7 @@ class SlaveReplicator:
         reports: queue.Queue[peer_pb2.SlaveReport | None] = queue.Queue()
         reports.put(self._report(first=True))
         with grpc.insecure_channel(
-            self._settings.master_address, options=_CHANNEL_OPTIONS
+            self._settings.master_address, options=CHANNEL_OPTIONS
         ) as channel:
             stub = peer_pb2_grpc.HaPeerStub(channel)  # type: ignore[no-untyped-call]
             call = stub.Replicate(_drain(reports, self._stop))
