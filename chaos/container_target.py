@@ -59,7 +59,8 @@ class ContainerTarget:
     """A :class:`RaftlogCluster` of ``node_count`` containers of ``image``.
 
     ``env`` adds ``RAFTLOG_*`` settings for every node (``durability`` sets
-    ``RAFTLOG_DURABILITY``). ``log_dir``: where ``close`` saves each node's log
+    ``RAFTLOG_DURABILITY``); ``replication`` "master-slave" makes n1 the master
+    (``master_role``) and the others its slaves. ``log_dir``: where ``close`` saves each node's log
     (``<node>.log``) before the containers go. Partitions need root, ``nsenter`` and
     ``iptables`` on the host.
     """
@@ -75,6 +76,8 @@ class ContainerTarget:
         node_count: int = 3,
         *,
         durability: str = "fsync",
+        replication: str = "raft",
+        master_role: str = "SYNC_MASTER",
         env: Mapping[str, str] | None = None,
         start_timeout_s: float = 120.0,
         log_dir: Path | None = None,
@@ -89,6 +92,8 @@ class ContainerTarget:
             nodes=node_count,
             env={"RAFTLOG_DURABILITY": durability, **(env or {})},
             start_timeout_s=start_timeout_s,
+            replication=replication,
+            master_role=master_role,
         )
         self._paused: set[str] = set()
         self._killed: set[str] = set()

@@ -52,6 +52,8 @@ class LocalTarget:
         node_count: int = 3,
         *,
         durability: str = "fsync",
+        replication: str = "raft",
+        master_role: str = "SYNC_MASTER",
         extra_args: Sequence[str] = (),
         start_timeout_s: float = 60.0,
         partitions: bool = False,
@@ -61,6 +63,8 @@ class LocalTarget:
             node_count,
             base_port=0,
             durability=durability,
+            replication=replication,
+            master_role=master_role,
             extra_args=extra_args,
         )
         self.start_timeout_s = start_timeout_s

@@ -62,6 +62,8 @@ class RunConfig:
     data_dir: Path | None = None
     nodes: int = 3
     durability: str = "fsync"
+    replication: str = "raft"  # or "master-slave": n1 the master (master_role), others slaves
+    master_role: str = "SYNC_MASTER"
     partitions: bool = False  # whether a local target gets link proxies (partition, latency)
     target: str = "local"  # "local" (node processes) or "containers" (Docker)
     image: str = "raftlog:dev"  # the node image, for the containers target
@@ -163,6 +165,8 @@ def make_target(config: RunConfig, data_dir: Path) -> Target:
                 config.image,
                 config.nodes,
                 durability=config.durability,
+                replication=config.replication,
+                master_role=config.master_role,
                 log_dir=data_dir / CLUSTER_DIR,
             )
         except TargetError as error:
@@ -173,6 +177,8 @@ def make_target(config: RunConfig, data_dir: Path) -> Target:
         data_dir / CLUSTER_DIR,
         config.nodes,
         durability=config.durability,
+        replication=config.replication,
+        master_role=config.master_role,
         partitions=config.partitions,
     )
 

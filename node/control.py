@@ -88,10 +88,12 @@ def control_command_of(payload: bytes) -> tuple[ControlCommand, int] | None:
     if not payload or read_dispatch_info(payload, 0).topic != CONTROL_TOPIC:
         return None
     record = decode_record(payload, 0)
-    return _decode_body(record.body), record.store_timestamp_ms
+    return decode_command(record.body), record.store_timestamp_ms
 
 
-def _decode_body(body: bytes) -> ControlCommand:
+def decode_command(body: bytes) -> ControlCommand:
+    """The command a control record's body holds; ValueError for an unknown version or
+    shape."""
     try:
         fields = json.loads(body)
         if fields.get("v") != _VERSION:

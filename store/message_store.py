@@ -318,18 +318,26 @@ class MessageStore:
         records, entries = self._writer.encode(messages, hints)
         return self._write(bytearray().join(records), entries, hints)
 
-    def put_encoded(self, block: bytes | bytearray) -> list[PutResult]:
+    def put_encoded(
+        self, block: bytes | bytearray, trailing: Sequence[Message] = ()
+    ) -> list[PutResult]:
         """Write records the producer (or the Raft leader) encoded: ``block`` holds them back
         to back, each with its ``__CRC32#`` trailer. Every record's structure and CRCs are
         verified (CorruptRecordError) and its topic, queue and sizes validated before
         anything is written, so a refused block leaves nothing behind. Queue offset, physical
         offset, store time and the trailer are then stamped in place; born host, born time,
-        store host and the rest are kept as encoded."""
+        store host and the rest are kept as encoded. ``trailing`` messages (a master's
+        idempotence marker) are encoded here and written right after, in the same append."""
         self.check_writable()
         validate_body(block, "a block of encoded records")
         hints: list[DispatchHint] = []
         entries = self._writer.check_encoded(block, hints)
-        return self._write(bytearray(block), entries, hints, stamp_store_host=True)
+        whole = bytearray(block)
+        if trailing:
+            records, trailing_entries = self._writer.encode(trailing, hints)
+            whole += b"".join(records)
+            entries += trailing_entries
+        return self._write(whole, entries, hints, stamp_store_host=True)
 
     def encode_messages(self, messages: Sequence[Message]) -> tuple[bytearray, list[BlockEntry]]:
         """Validate and encode a batch without writing it: the unstamped block and one

@@ -176,7 +176,10 @@ class LocalCluster:
         """Master-slave flags: n1 is the master (broker_id 0), nK slave K-1 of it."""
         if self.replication != "master-slave":
             return []
-        master = next(iter(self.nodes.values())).address
+        first = next(iter(self.nodes.values()))
+        # The master as this node reaches it: through a link proxy when the chaos target
+        # routes its peer traffic through one.
+        master = self.peer_overrides.get(node_id, {}).get(first.node_id, first.address)
         settings = master_slave_settings(list(self.nodes), node_id, self.master_role, master)
         return [
             arg

@@ -98,6 +98,7 @@ class MasterSlaveMember:
         with self._change_lock:
             self._stop_following()
             self.store.reload_next_queue_offsets()
+            replayed = self.write_path.rebuild_sequences()
             self.history.begin(epoch, self.store.commit_log.max_offset)
             log = self.store.commit_log
             sync_flush = config.flush_type == "SYNC_FLUSH"
@@ -112,7 +113,12 @@ class MasterSlaveMember:
                 log_end=lambda: log.max_offset,
             )
             self.roles.swap(GroupRole(config.node_id, epoch, state))
-            _log.info("%s is the master of epoch %d", config.node_id, epoch)
+            _log.info(
+                "%s is the master of epoch %d (%d producer sequences replayed)",
+                config.node_id,
+                epoch,
+                replayed,
+            )
 
     def follow(self, master_id: str, epoch: int) -> None:
         """Copy ``master_id``'s CommitLog as its slave in ``epoch``; a master steps down

@@ -6,10 +6,13 @@ remembered outcome of one of the producer's last ``REMEMBERED_BATCHES`` batches,
 "forgotten"; ``> last + 1`` is a gap and nothing is written.
 
 Rules this module keeps:
-- The table lives in the master's memory only: a retry that reaches the same running master
-  is stored once; after a master restart the producer is unknown again, so a batch whose
-  answer was lost just before the crash can be stored twice (at-least-once, RocketMQ's own
-  guarantee). docs/replication.md says so.
+- The table is rebuilt from the log: every idempotent batch is written with a marker record
+  (producer id, sequence) right after its records, in the same append, so a marker on disk
+  means its whole batch is; a master that starts, or a slave promoted, replays the markers of
+  the last ``retention_ms`` (``rebuild``) before it takes writes. A retry of a batch stored
+  before that is answered "stored once, offsets forgotten" (its offsets are not in the log's
+  markers), never stored twice. The one gap: after a power loss, a torn write may keep a
+  prefix of a batch's records without its marker (docs/replication.md).
 - One batch per producer at a time: ``hold(producer_id)`` serialises a producer's check,
   write and record, so two retries of one batch cannot both be stored.
 - Bounded: producers idle for ``retention_ms`` are forgotten, swept at most once a second.
@@ -24,8 +27,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC, ProduceMarker, decode_command
 from raftlog.node.errors import SequenceForgottenError, SequenceGapError
 from raftlog.node.write_path import ProduceOutcome
+from raftlog.store.message_store import MessageStore
 
 REMEMBERED_BATCHES = 8
 _SWEEP_INTERVAL_S = 1.0
@@ -87,6 +92,31 @@ class ProducerSequences:
         producer.outcomes[sequence] = outcome
         while len(producer.outcomes) > REMEMBERED_BATCHES:
             producer.outcomes.popitem(last=False)
+
+    def rebuild(self, store: MessageStore, now_ms: int) -> int:
+        """Forget everything, then replay the markers ``store`` holds from the last
+        ``retention_ms``; returns how many were replayed."""
+        with self._lock:
+            self._producers = {}
+        offset = store.queue_offset_for_time(
+            CONTROL_TOPIC, CONTROL_QUEUE_ID, max(0, now_ms - int(self._retention_s * 1000))
+        )
+        replayed = 0
+        now_s = time.monotonic()
+        for _ in range(1_000_000):  # bounded: a page of up to 1,024 records per round
+            page = store.get_messages(CONTROL_TOPIC, CONTROL_QUEUE_ID, offset, max_messages=1024)
+            for record in page.messages:
+                command = decode_command(record.body)
+                if isinstance(command, ProduceMarker):
+                    producer = self._producers.setdefault(
+                        command.producer_id, _Producer(last_seen_s=now_s)
+                    )
+                    producer.last_sequence = max(producer.last_sequence, command.sequence)
+                    replayed += 1
+            if page.next_queue_offset <= offset:
+                break
+            offset = page.next_queue_offset
+        return replayed
 
     def _sweep(self, now_s: float) -> None:
         if now_s - self._swept_at_s < _SWEEP_INTERVAL_S:

@@ -27,6 +27,7 @@ from raftlog.node.control import (
     CommitOffsets,
     ControlCommand,
     CreateTopic,
+    ProduceMarker,
     apply_to_store,
     control_message,
 )
@@ -98,10 +99,15 @@ class MasterSlaveWritePath:
             raise InvalidRequestError("the batch holds no message")
 
         def write() -> ProduceOutcome:
-            results = self._store.put_messages(messages)
+            marker = _marker(producer_id, sequence)
+            results = self._store.put_messages([*messages, *marker])[: len(messages)]
             return self._outcome(master, results, [m.queue_id for m in messages], timeout_s)
 
         return self._once(producer_id, sequence, write)
+
+    def rebuild_sequences(self) -> int:
+        """A new master replays the idempotence markers its log holds (sequences.py)."""
+        return self._sequences.rebuild(self._store, int(time.time() * 1000))
 
     def _once(
         self, producer_id: str, sequence: int, write: Callable[[], ProduceOutcome]
@@ -133,7 +139,8 @@ class MasterSlaveWritePath:
         check_encoded_topics(topic, entries)
 
         def write() -> ProduceOutcome:
-            results = self._store.put_encoded(records)
+            results = self._store.put_encoded(records, _marker(producer_id, sequence))
+            results = results[: len(entries)]
             return self._outcome(master, results, [queue for (_, queue), _ in entries], timeout_s)
 
         return self._once(producer_id, sequence, write)
@@ -260,3 +267,10 @@ def _role_name(master: MasterState | None) -> str:
     if master is None:
         return "SLAVE"
     return "SYNC_MASTER" if master.synchronous else "ASYNC_MASTER"
+
+
+def _marker(producer_id: str, sequence: int) -> list[Message]:
+    """The idempotence marker written right after an idempotent batch (none otherwise)."""
+    if not producer_id:
+        return []
+    return [control_message(ProduceMarker(producer_id, sequence))]

@@ -63,6 +63,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     run.add_argument("--nodes", type=int, default=3, help="node count (default 3)")
     run.add_argument("--durability", choices=("fsync", "write"), default="fsync")
+    run.add_argument(
+        "--replication",
+        choices=("raft", "master-slave"),
+        default="raft",
+        help="raft (default), or a static master-slave group: n1 the master, others slaves",
+    )
+    run.add_argument(
+        "--role",
+        choices=("sync", "async"),
+        default="sync",
+        help="master-slave only: SYNC_MASTER (default) or ASYNC_MASTER",
+    )
     run.add_argument("--producers", type=int, default=3, help="producer threads (default 3)")
     run.add_argument("--groups", type=int, default=2, help="consumer groups (default 2)")
     run.add_argument(
@@ -119,6 +131,8 @@ def _run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         nodes=args.nodes,
         durability=args.durability,
+        replication=args.replication,
+        master_role="SYNC_MASTER" if args.role == "sync" else "ASYNC_MASTER",
         partitions=any(k in LINK_KINDS for k in kinds),
         target=args.target,
         image=args.image,

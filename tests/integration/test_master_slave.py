@@ -165,6 +165,18 @@ def test_an_idempotent_retry_is_stored_once(sync_group: Group) -> None:
     with pytest.raises(grpc.RpcError) as gap:
         stub.Produce(request, timeout=10)
     assert gap.value.code() is grpc.StatusCode.OUT_OF_RANGE
+    # The master restarts (its table is rebuilt from the markers in its log): the retry is
+    # "stored once, offsets forgotten", never a second copy.
+    group.stop("n1")
+    group.start("n1")
+    request.sequence = 1
+    with pytest.raises(grpc.RpcError) as forgotten:
+        stub.Produce(request, timeout=10)
+    assert forgotten.value.code() is grpc.StatusCode.ALREADY_EXISTS
+    request.sequence = 2
+    assert not stub.Produce(request, timeout=10).duplicate
+    got = group.nodes["n1"].store.get_messages(TOPIC, 0, 0, 10)
+    assert [m.body for m in got] == [b"once", b"once"]  # sequences 1 and 2, once each
 
 
 def _replicate(address: str, *reports: peer_pb2.SlaveReport) -> grpc.RpcError:
