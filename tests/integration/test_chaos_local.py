@@ -1,6 +1,7 @@
 """Short chaos runs against real local node processes: about 25 s of producers and consumer
 groups while the nemesis kills and pauses nodes (seed 7), and kills, pauses and partitions them
-through the link proxies (seed 3: a pause, an isolated leader, a kill). The checker must find
+through the link proxies (seed 3: a pause, an isolated leader, a kill), in Raft mode and with a
+static master-slave group (seed 3 again, the master being the leader). The checker must find
 each run valid, every kind of fault asked for must really have been applied, writes must have
 been acknowledged around them, and no node process may be left running."""
 
@@ -26,17 +27,25 @@ def _node_pids(data_dir: Path) -> list[int]:
 
 
 @pytest.mark.parametrize(
-    ("faults", "seed"),
-    [(("kill", "pause"), 7), (("kill", "pause", "partition"), 3)],
-    ids=["kill-pause", "kill-pause-partition"],
+    ("faults", "seed", "replication"),
+    [
+        (("kill", "pause"), 7, "raft"),
+        (("kill", "pause", "partition"), 3, "raft"),
+        # A static SYNC_MASTER group: the master killed, paused and cut off from its slaves.
+        (("kill", "pause", "partition"), 3, "master-slave"),
+    ],
+    ids=["kill-pause", "kill-pause-partition", "master-slave-kill-pause-partition"],
 )
-def test_short_run_is_valid(faults: tuple[str, ...], seed: int, tmp_path: Path) -> None:
+def test_short_run_is_valid(
+    faults: tuple[str, ...], seed: int, replication: str, tmp_path: Path
+) -> None:
     lines: list[str] = []
     config = RunConfig(
         duration_s=DURATION_S,
         faults=faults,
         seed=seed,
         data_dir=tmp_path / "run",
+        replication=replication,
         partitions="partition" in faults,
         workload=WorkloadConfig(seed=seed),
     )
