@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     from raftlog.cli import chaos as cli_chaos
     from raftlog.cli import client as cli_client
     from raftlog.cli import cluster as cli_cluster
+    from raftlog.cli import controller as cli_controller
     from raftlog.cli import health as cli_health
     from raftlog.cli import node as cli_node
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_cluster.add_parser(commands)
     cli_client.add_parsers(commands)
     cli_chaos.add_parser(commands)
+    cli_controller.add_parser(commands)
     return parser
 
 
@@ -76,6 +78,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from raftlog.cli import cluster as cli_cluster
 
         return cli_cluster.run(args)
+    if args.command == "controller":
+        from raftlog.cli import controller as cli_controller
+
+        return cli_controller.run(args)
     from raftlog.cli import client as cli_client
 
     return cli_client.run(args)

@@ -37,6 +37,7 @@ def default_servers(data_dir: str = DEFAULT_DATA_DIR) -> str:
 def classify(error: BaseException) -> tuple[int, str] | None:
     """The exit status and one-line message for an operating error, or None for a bug."""
     from raftlog.client.errors import RaftlogError, UnknownOutcomeError
+    from raftlog.controller.client import ControllerRefused, ControllerUnavailable
     from raftlog.node.config import ConfigError
     from raftlog.store.errors import StoreError
     from raftlog.testing.local_cluster import ClusterError
@@ -49,7 +50,7 @@ def classify(error: BaseException) -> tuple[int, str] | None:
         return EXIT_UNKNOWN_OUTCOME, f"unknown outcome (it may or may not be stored): {error}"
     if isinstance(error, RaftlogError):
         return EXIT_FAILED, f"{type(error).__name__}: {error}"
-    if isinstance(error, ClusterError):
+    if isinstance(error, ClusterError | ControllerUnavailable | ControllerRefused):
         return EXIT_FAILED, str(error)
     if isinstance(error, OSError):
         return EXIT_FAILED, f"{error.strerror or error}: {error.filename or ''}".rstrip(": ")
