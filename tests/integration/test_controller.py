@@ -161,7 +161,7 @@ def test_bad_requests_get_clear_statuses(controllers: Controllers) -> None:
 
 
 def test_unsafe_settings_are_refused(tmp_path: Path) -> None:
-    peers = "c1=127.0.0.1:7811/127.0.0.1:7801,c2=127.0.0.1:7812/127.0.0.1:7802,c3=127.0.0.1:7813/127.0.0.1:7803"
+    peers = ",".join(f"c{i}=127.0.0.1:781{i}/127.0.0.1:780{i}" for i in (1, 2, 3))
     good = {"member_id": "c1", "peers": parse_controller_peers(peers), "data_dir": str(tmp_path)}
     with pytest.raises(ConfigError, match="password: required"):
         ControllerConfig(**good, password="")  # type: ignore[arg-type]
