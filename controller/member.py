@@ -8,15 +8,24 @@ Rules this module keeps:
   a follower refuses at once rather than queueing), synchronously, with a timeout.
 - The state survives a restart: pysyncobj's journal and full dump live in the member's data
   directory.
+- Importing pysyncobj must not break the process: its import replaces ``socket.inet_ntop``
+  with a Windows-only function on every platform, which this module undoes.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 
-from pysyncobj import SyncObj, SyncObjConf, replicated
+# pysyncobj's win_inet_pton module replaces socket.inet_ntop, on every platform, with a
+# Windows-only version that raises elsewhere; keep the real one for the whole process (the
+# store decodes record hosts with it).
+_INET_NTOP = socket.inet_ntop
+from pysyncobj import SyncObj, SyncObjConf, replicated  # noqa: E402
 
-from raftlog.controller.state import ControllerState, Group, Verdict
+socket.inet_ntop = _INET_NTOP
+
+from raftlog.controller.state import ControllerState, Group, Verdict  # noqa: E402
 
 COMMAND_TIMEOUT_S = 2.0
 

@@ -141,6 +141,8 @@ class NodeConfig:
     # A static slave's master (host:port of its peer port, one of ``peers``).
     ha_master_address: str | None = None
     slave_read_enable: bool = False
+    # Controller mode: the controller members' gRPC host:port list; None = static mode.
+    controller_addresses: str | None = None
 
     def __post_init__(self) -> None:
         _check_id("node_id", self.node_id)
@@ -233,6 +235,11 @@ class NodeConfig:
         addresses = list(self.peers.values())
         if len(set(addresses)) != len(addresses):
             raise ConfigError(f"peers: two voters share an address ({', '.join(addresses)})")
+
+    @property
+    def controlled(self) -> bool:
+        """Master-slave under a controller (failover), not static mode."""
+        return self.replication == "master-slave" and self.controller_addresses is not None
 
     @property
     def role(self) -> str:

@@ -9,7 +9,9 @@ Rules this module keeps:
 - In static mode the master is ``broker_id`` 0 and every slave has another id (RocketMQ's
   rule); ``broker_role`` may be given too, but never contradict it.
 - A SYNC_MASTER that waits for no slave (``min_in_sync_replicas`` 1) is a contradiction.
-- A slave names its master (``ha_master_address``), which must be another member in ``peers``.
+- A slave names its master (``ha_master_address``), which must be another member in ``peers``;
+  under a controller (``controller_addresses``) nobody does: the controller elects, and
+  ``broker_role`` says whether this broker is a SYNC_MASTER or an ASYNC_MASTER when elected.
 - Pure: reads only the config object it is given.
 """
 
@@ -36,6 +38,7 @@ MASTER_SLAVE_DEFAULTS: dict[str, object] = {
     "sync_flush_timeout_ms": 5_000,
     "ha_master_address": None,
     "slave_read_enable": False,
+    "controller_addresses": None,
 }
 _POSITIVE_FIELDS = (
     "ha_max_gap_not_in_sync_bytes",
@@ -78,7 +81,7 @@ def _identity_problem(config: NodeConfig) -> str | None:
         return f"broker_id: {config.broker_id!r} must be an integer >= 0"
     if config.broker_role is not None and config.broker_role not in BROKER_ROLES:
         return f"broker_role: {config.broker_role!r} is not one of {', '.join(BROKER_ROLES)}"
-    if (config.role == "SLAVE") != (config.broker_id != 0):
+    if config.controller_addresses is None and (config.role == "SLAVE") != (config.broker_id != 0):
         return (
             f"broker_id: {config.broker_id} contradicts broker_role {config.role} (the master "
             "is broker_id 0 and every slave has another id)"
@@ -127,7 +130,28 @@ def _bounds_problem(config: NodeConfig) -> str | None:
     return None
 
 
+def _controller_problem(config: NodeConfig) -> str | None:
+    """Under a controller the controller names the master: broker_role only says which kind
+    of master this broker is when elected, and there is no ha_master_address."""
+    addresses = config.controller_addresses
+    if addresses is None:
+        return None
+    parts = [a.strip() for a in addresses.split(",") if a.strip()]
+    if not parts or any(":" not in a for a in parts):
+        return f"controller_addresses: {addresses!r} is not host:port,host:port,..."
+    if config.broker_role not in ("SYNC_MASTER", "ASYNC_MASTER"):
+        return (
+            f"broker_role: {config.broker_role!r}; under a controller it must be SYNC_MASTER or "
+            "ASYNC_MASTER (what this broker is when the controller elects it)"
+        )
+    if config.ha_master_address is not None:
+        return "ha_master_address: the controller names the master; leave it unset"
+    return None
+
+
 def _master_address_problem(config: NodeConfig) -> str | None:
+    if config.controller_addresses is not None:
+        return _controller_problem(config)
     address = config.ha_master_address
     if config.role != "SLAVE":
         if address is not None:

@@ -34,6 +34,7 @@ _OPTIONAL_FIELDS = frozenset(
         "flush_disk_type",
         "min_in_sync_replicas",
         "ha_master_address",
+        "controller_addresses",
     }
 )
 

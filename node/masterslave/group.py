@@ -18,8 +18,10 @@ import threading
 
 import grpc
 
+from raftlog.controller.client import ControllerClient
 from raftlog.node.config import NodeConfig
 from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
+from raftlog.node.masterslave.controller_link import ControllerLink, LinkSettings
 from raftlog.node.masterslave.epochs import EpochHistory
 from raftlog.node.masterslave.ha_service import HaPeerService, HaServiceSettings
 from raftlog.node.masterslave.in_sync import InSyncSet
@@ -50,6 +52,9 @@ class MasterSlaveMember:
             config.store_config(),
             OsFileSystem(),
             store_host=store_host,
+            # Under a controller readers see only what the group confirmed: a failover never
+            # takes back what a consumer has seen. Static mode has no failover to fear.
+            dispatch_bound=self._dispatch_bound if config.controlled else None,
             housekeeping_interval_ms=None,
         )
         try:
@@ -62,8 +67,9 @@ class MasterSlaveMember:
         self.store.on_append = self._appended
         self._replicator: SlaveReplicator | None = None
         self.roles = RoleHolder(
-            GroupRole(None, self.history.last_epoch), dict(config.peers), leased=False
+            GroupRole(None, self.history.last_epoch), dict(config.peers), leased=config.controlled
         )
+        self._link: ControllerLink | None = None
         self.write_path = MasterSlaveWritePath(
             GroupSettings(
                 cluster_id=config.cluster_id,
@@ -82,6 +88,23 @@ class MasterSlaveMember:
             self.roles,
             self.history,
         )
+
+    def _dispatch_bound(self) -> int:
+        roles: RoleHolder | None = getattr(self, "roles", None)
+        if roles is None:  # the store is still opening: nothing is confirmed yet
+            return 0
+        role = roles.current()
+        if role.master_state is not None:
+            return role.master_state.confirmed_offset()
+        replicator = self._replicator
+        return replicator.confirm_offset if replicator is not None else 0  # no role yet
+
+    def _confirmed_moved(self) -> None:
+        self.store.dispatch()
+        self.write_path.notify_visible()
+
+    def log_end(self) -> int:
+        return self.store.commit_log.max_offset
 
     def _appended(self) -> None:
         state = self.roles.current().master_state
@@ -112,6 +135,7 @@ class MasterSlaveMember:
                 synchronous=config.role != "ASYNC_MASTER",
                 log_end=lambda: log.max_offset,
             )
+            state.on_confirmed = self._confirmed_moved
             self.roles.swap(GroupRole(config.node_id, epoch, state))
             _log.info(
                 "%s is the master of epoch %d (%d producer sequences replayed)",
@@ -120,9 +144,10 @@ class MasterSlaveMember:
                 replayed,
             )
 
-    def follow(self, master_id: str, epoch: int) -> None:
-        """Copy ``master_id``'s CommitLog as its slave in ``epoch``; a master steps down
-        first (its slaves' streams end, its writes are refused from now on)."""
+    def follow(self, master_id: str, epoch: int, address: str | None = None) -> None:
+        """Copy ``master_id``'s CommitLog (at ``address``, default its ``peers`` entry) as its
+        slave in ``epoch``; a master steps down first (its slaves' streams end, its writes
+        are refused from now on)."""
         config = self._config
         with self._change_lock:
             previous = self.roles.swap(GroupRole(master_id, epoch))
@@ -131,7 +156,10 @@ class MasterSlaveMember:
             self._stop_following()
             self._replicator = SlaveReplicator(
                 ReplicatorSettings(
-                    config.cluster_id, config.broker_name, config.node_id, config.peers[master_id]
+                    config.cluster_id,
+                    config.broker_name,
+                    config.node_id,
+                    address or config.peers[master_id],
                 ),
                 self.store,
                 self.history,
@@ -158,15 +186,26 @@ class MasterSlaveMember:
         self.store.run_retention()
 
     def start(self) -> None:
-        """Static mode: the configured role (broker_id 0 is the master)."""
+        """Static mode: the configured role (broker_id 0 is the master); under a controller,
+        no role until the controller names one."""
         config = self._config
-        if config.role == "SLAVE":
+        if config.controller_addresses is not None:
+            addresses = [a.strip() for a in config.controller_addresses.split(",") if a.strip()]
+            self._link = ControllerLink(
+                ControllerClient(addresses),
+                self,
+                LinkSettings(config.broker_name, config.node_id, config.advertised),
+            )
+            self._link.start()
+        elif config.role == "SLAVE":
             self.follow(_master_id(config), self.history.last_epoch)
         else:
             self.become_master(self.history.last_epoch)
 
     def stop_replication(self) -> None:
         """Before the server stops: end the slaves' streams (master) or our own (slave)."""
+        if self._link is not None:
+            self._link.close()
         with self._change_lock:
             previous = self.roles.swap(GroupRole(None, self.roles.current().epoch))
             if previous.master_state is not None:

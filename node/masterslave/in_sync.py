@@ -63,6 +63,11 @@ class InSyncSet:
         if progress.acked_offset >= sent_end_offset:
             progress.caught_up_at_ms = max(progress.caught_up_at_ms or sent_at_ms, sent_at_ms)
 
+    def acked(self, node_id: str) -> int:
+        """What ``node_id`` holds as far as the master knows (0 when it is not connected)."""
+        progress = self._slaves.get(node_id)
+        return progress.acked_offset if progress is not None else 0
+
     def disconnect(self, node_id: str) -> None:
         self._slaves.pop(node_id, None)
 

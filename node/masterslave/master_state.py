@@ -10,6 +10,11 @@ Rules this module keeps:
   confirm it; FLUSH_SLAVE_TIMEOUT when they did not within the timeout. In the last two the
   write IS stored on the master (RocketMQ's statuses).
 - An ASYNC_MASTER answers SEND_OK after its own write (and flush, under SYNC_FLUSH).
+- Under a controller the rule is Kafka's ISR rule, so that electing any member of the
+  in-sync set never loses an acknowledged write: a write is confirmed once EVERY member of the
+  in-sync set the controller agreed to (``set_agreed``) holds it, and that set must have
+  ``needed`` members; a slave is proposed for the set only once it holds everything already
+  confirmed, and a lagging one stops counting only after the controller agreed to drop it.
 - Every wait is bounded by its timeout and ends at once on ``close``.
 """
 
@@ -50,6 +55,11 @@ class MasterState:
         self._now_ms = now_ms
         self._changed = threading.Condition()
         self._closed = False
+        # Controller mode: the in-sync set the controller agreed to (None: static mode).
+        self._agreed: frozenset[str] | None = None
+        self._self_id = ""
+        # Called (outside the lock) when the confirmed offset moves: readers may see more.
+        self.on_confirmed: Callable[[], None] | None = None
         # The confirmed offset's high-water mark: what the group held once stays confirmed
         # when a slave later drops out of the in-sync set.
         self._confirmed = 0
@@ -72,7 +82,7 @@ class MasterState:
                 master_end, now_ms = self._master_end(), self._now_ms()
                 if self._confirm(master_end, now_ms) >= end_offset:
                     return SEND_OK
-                if not self._in_sync.can_confirm(master_end, now_ms):
+                if not self._can_confirm(master_end, now_ms):
                     return SLAVE_NOT_AVAILABLE
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._closed:
@@ -85,8 +95,40 @@ class MasterState:
         self, node_id: str, acked_offset: int, sent_end_offset: int, sent_at_ms: int
     ) -> None:
         with self._changed:
+            before = self._confirmed
             self._in_sync.report(node_id, acked_offset, sent_end_offset, sent_at_ms)
+            moved = self._confirm(self._master_end(), self._now_ms()) > before
             self._changed.notify_all()
+        if moved and self.on_confirmed is not None:
+            self.on_confirmed()
+
+    # -- controller mode ----------------------------------------------------------------------
+
+    def set_agreed(self, self_id: str, in_sync: frozenset[str]) -> None:
+        """The in-sync set the controller now holds for this master."""
+        with self._changed:
+            self._self_id, self._agreed = self_id, in_sync
+            self._changed.notify_all()
+
+    def proposed_in_sync(self, self_id: str) -> frozenset[str]:
+        """What this master would have the controller hold: itself, and every slave in sync
+        that holds everything already confirmed."""
+        with self._changed:
+            master_end, now_ms = self._master_end(), self._now_ms()
+            confirmed = self._confirm(master_end, now_ms)
+            return frozenset(
+                {self_id}
+                | {
+                    node_id
+                    for node_id in self._in_sync.in_sync(master_end, now_ms)
+                    if self._in_sync.acked(node_id) >= confirmed
+                }
+            )
+
+    def _can_confirm(self, master_end: int, now_ms: int) -> bool:
+        if self._agreed is not None:
+            return len(self._agreed) >= self._in_sync.needed
+        return self._in_sync.can_confirm(master_end, now_ms)
 
     def slave_gone(self, node_id: str) -> None:
         with self._changed:
@@ -106,7 +148,15 @@ class MasterState:
     def _confirm(self, master_end: int, now_ms: int) -> int:
         if not self._synchronous:
             return master_end
-        confirmed = self._in_sync.confirmed_offset(master_end, now_ms)
+        agreed = self._agreed
+        if agreed is None:
+            confirmed = self._in_sync.confirmed_offset(master_end, now_ms)
+        elif len(agreed) < self._in_sync.needed:
+            confirmed = 0
+        else:
+            confirmed = min(
+                [master_end] + [self._in_sync.acked(n) for n in agreed if n != self._self_id]
+            )
         self._confirmed = max(self._confirmed, confirmed)
         return self._confirmed
 

@@ -76,6 +76,8 @@ class SlaveReplicator:
         self._lock = threading.Lock()
         self.connected = False
         self.master_max_offset = 0
+        # The master's confirmed offset (under a controller, readers see nothing past it).
+        self.confirm_offset = 0
         self._thread = threading.Thread(target=self._run, name="ha-slave", daemon=True)
 
     def start(self) -> None:
@@ -148,6 +150,11 @@ class SlaveReplicator:
 
     def _store_chunk(self, chunk: peer_pb2.CommitLogChunk) -> None:
         self.master_max_offset = chunk.master_max_offset
+        if chunk.confirm_offset > self.confirm_offset:
+            self.confirm_offset = chunk.confirm_offset
+            if not chunk.data:  # a heartbeat that moves the confirmed offset: show it
+                self._store.dispatch()
+                self._on_visible()
         if chunk.epochs:  # the stream's first chunk
             self._master_epochs = [EpochEntry(e.epoch, e.start_offset) for e in chunk.epochs]
             if chunk.truncate:

@@ -99,3 +99,16 @@ def test_sources_parse_booleans_and_optional_integers(tmp_path: Path) -> None:
         load_config(str(toml), {}, base(tmp_path))
     toml.write_text('replication = "master-slave"\nslave_read_enable = true\nbroker_id = 0\n')
     assert load_config(str(toml), {}, base(tmp_path)).slave_read_enable is True
+
+
+def test_controller_mode_settings(tmp_path: Path) -> None:
+    controlled = {**MS, "controller_addresses": "127.0.0.1:7801,127.0.0.1:7802"}
+    config = make(tmp_path, **controlled, broker_role="SYNC_MASTER", broker_id=2)
+    assert config.controlled and config.role == "SYNC_MASTER"
+    with pytest.raises(ConfigError, match="under a controller it must be SYNC_MASTER"):
+        make(tmp_path, **controlled, broker_role="SLAVE", broker_id=1)
+    with pytest.raises(ConfigError, match="the controller names the master"):
+        make(tmp_path, **controlled, broker_role="ASYNC_MASTER", ha_master_address="127.0.0.1:7702")
+    with pytest.raises(ConfigError, match="controller_addresses: 'nowhere'"):
+        make(tmp_path, **MS, broker_role="SYNC_MASTER", controller_addresses="nowhere")
+    assert not make(tmp_path, **MS).controlled
