@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from raftlog.testing.cluster_state import CLUSTER_FILE, LocalNode, read_state, write_state
 from raftlog.testing.group_roles import master_slave_settings
+from raftlog.testing.local_controllers import LocalController, LocalControllers
 from raftlog.testing.node_probes import (
     alive,
     cmdline,
@@ -68,6 +69,7 @@ class LocalCluster:
         durability: str = "fsync",
         replication: str = "raft",
         master_role: str = "SYNC_MASTER",
+        controllers: LocalControllers | None = None,
         extra_args: Sequence[str] = (),
         peer_overrides: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
@@ -77,6 +79,8 @@ class LocalCluster:
         self.durability = durability
         self.replication = replication
         self.master_role = master_role
+        # Master-slave under a controller: its three members, started before the nodes.
+        self.controllers = controllers
         self.extra_args = tuple(extra_args)
         ports = (
             [free_port() for _ in range(node_count)]
@@ -120,6 +124,9 @@ class LocalCluster:
             "replication": self.replication,
             "master_role": self.master_role,
             "extra_args": list(self.extra_args),
+            "controllers": [c.to_json() for c in self.controllers.members]
+            if self.controllers is not None
+            else None,
         }
         write_state(self.base_dir, settings, list(self.nodes.values()))
 
@@ -136,6 +143,11 @@ class LocalCluster:
                 replication=str(settings.get("replication", "raft")),
                 master_role=str(settings.get("master_role", "SYNC_MASTER")),
                 extra_args=[str(a) for a in settings.get("extra_args", [])],
+                controllers=LocalControllers(
+                    base_dir, [LocalController.from_json(c) for c in settings["controllers"]]
+                )
+                if settings.get("controllers")
+                else None,
             )
         except FileNotFoundError:
             path = os.path.join(base_dir, CLUSTER_FILE)
@@ -180,7 +192,13 @@ class LocalCluster:
         # The master as this node reaches it: through a link proxy when the chaos target
         # routes its peer traffic through one.
         master = self.peer_overrides.get(node_id, {}).get(first.node_id, first.address)
-        settings = master_slave_settings(list(self.nodes), node_id, self.master_role, master)
+        settings = master_slave_settings(
+            list(self.nodes),
+            node_id,
+            self.master_role,
+            master,
+            self.controllers.addresses if self.controllers is not None else None,
+        )
         return [
             arg
             for name, value in settings.items()
@@ -231,6 +249,8 @@ class LocalCluster:
         """Spawn every node, write cluster.json, then wait until each answers health SERVING
         and a leader is known. ``progress`` is called about every half second while waiting.
         On timeout or a node that exits, stops what was started and raises ClusterError."""
+        if self.controllers is not None:
+            self.controllers.start()
         for node_id in self.nodes:
             try:
                 self._spawn(node_id)
@@ -361,6 +381,8 @@ class LocalCluster:
                 self._wait_gone(node, 5.0)
             self._processes.pop(node.node_id, None)
             node.pid = None
+        if self.controllers is not None:
+            self.controllers.stop(timeout_s)
         if os.path.isdir(self.base_dir):
             self._save()
 

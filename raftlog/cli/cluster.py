@@ -9,6 +9,7 @@ the leader for the lag, and prints one table row per member.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--replication",
         choices=("raft", "master-slave"),
         default="raft",
-        help="raft (default), or master-slave: n1 the master, the others its slaves",
+        help="raft (default), or master-slave: a master and slaves, elected by three "
+        "controller processes (or n1 for good with --static)",
+    )
+    up.add_argument(
+        "--static",
+        action="store_true",
+        help="master-slave without a controller: n1 stays the master (no failover)",
     )
     up.add_argument(
         "--role",
@@ -71,6 +78,11 @@ def _up(args: argparse.Namespace) -> int:
         raise UsageError(
             "--replication master-slave needs --nodes 2 or more (a master and a slave)"
         )
+    controllers = None
+    if args.replication == "master-slave" and not args.static:
+        from raftlog.testing.local_controllers import LocalControllers
+
+        controllers = LocalControllers(os.path.abspath(args.data_dir))
     cluster = LocalCluster(
         args.data_dir,
         args.nodes,
@@ -78,6 +90,7 @@ def _up(args: argparse.Namespace) -> int:
         durability=args.durability,
         replication=args.replication,
         master_role="SYNC_MASTER" if args.role == "sync" else "ASYNC_MASTER",
+        controllers=controllers,
     )
     print(f"starting {args.nodes} nodes in {cluster.base_dir} ", end="", flush=True)
 

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -160,14 +161,22 @@ def test_status_names_each_member_by_its_own_answer(cluster: tuple[Path, str]) -
 
 
 def test_cli_master_slave_group(tmp_path: Path) -> None:
-    """`cluster up --replication master-slave`: a SYNC_MASTER and two slaves as processes;
-    a write sent to a slave lands on the master; status shows roles and the in-sync set; with
-    both slaves killed the master still stores, and says SLAVE_NOT_AVAILABLE."""
+    """`cluster up --replication master-slave --static`: a SYNC_MASTER and two slaves as
+    processes; a write sent to a slave lands on the master; status shows roles and the in-sync
+    set; with both slaves killed the master still stores, and says SLAVE_NOT_AVAILABLE."""
     from raftlog.testing.local_cluster import LocalCluster
 
     data = str(tmp_path / "ms")
     up = cli(
-        "cluster", "up", "--replication", "master-slave", "--data-dir", data, "--base-port", "0"
+        "cluster",
+        "up",
+        "--replication",
+        "master-slave",
+        "--static",
+        "--data-dir",
+        data,
+        "--base-port",
+        "0",
     )
     assert up[0] == 0, up[2]
     local = LocalCluster.load(data)
@@ -190,3 +199,44 @@ def test_cli_master_slave_group(tmp_path: Path) -> None:
         assert [line.rsplit(" ", 1)[-1] for line in out.splitlines()] == ["hi", "hi", "alone"]
     finally:
         local.stop(timeout_s=10)
+
+
+def test_cli_master_slave_failover(tmp_path: Path) -> None:
+    """`cluster up --replication master-slave` with its three controller processes: the
+    master is killed with SIGKILL, the controller elects a slave (epoch 2), writes go on, and
+    `cluster down` stops the controllers too."""
+    from raftlog.testing.local_cluster import LocalCluster
+    from raftlog.testing.node_probes import alive
+
+    data = str(tmp_path / "msc")
+    up = cli(
+        "cluster", "up", "--replication", "master-slave", "--data-dir", data, "--base-port", "0"
+    )
+    assert up[0] == 0, up[2]
+    local = LocalCluster.load(data)
+    assert local.controllers is not None
+    try:
+        servers = ",".join(local.addresses)
+        assert cli("topic", "create", "orders", "--queues", "1", "--servers", servers)[0] == 0
+        _produce_replicated(servers, "before")  # once the in-sync set has grown
+        _, out, _ = cli("cluster", "status", "--data-dir", data)
+        assert "epoch 1" in out, out
+        master = next(n for n, node in local.nodes.items() if f"master {n} at" in out)
+        local.kill(master)
+        _produce_replicated(servers, "after")
+        _, out, _ = cli("cluster", "status", "--data-dir", data)
+        assert "epoch 2" in out and f"master {master} at" not in out, out
+        controller_pids = [c.pid for c in local.controllers.members]
+    finally:
+        cli("cluster", "down", "--data-dir", data)
+    assert all(pid is not None and not alive(pid) for pid in controller_pids)
+
+
+def _produce_replicated(servers: str, body: str, timeout_s: float = 20.0) -> None:
+    """`raftlog produce` until a send is acknowledged as replicated (SEND_OK)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        code, out, _ = cli("produce", "orders", body, "--servers", servers)
+        if code == 0 and "sent " in out and "NOT_AVAILABLE" not in out and "TIMEOUT" not in out:
+            return
+        assert time.monotonic() < deadline, out
