@@ -32,6 +32,7 @@ from raftlog.chaos.target import (
 )
 from raftlog.client import Connection
 from raftlog.testing.local_cluster import LocalCluster
+from raftlog.testing.local_controllers import LocalControllers
 
 
 class LocalTarget:
@@ -54,6 +55,7 @@ class LocalTarget:
         durability: str = "fsync",
         replication: str = "raft",
         master_role: str = "SYNC_MASTER",
+        controlled: bool = False,
         extra_args: Sequence[str] = (),
         start_timeout_s: float = 60.0,
         partitions: bool = False,
@@ -65,6 +67,7 @@ class LocalTarget:
             durability=durability,
             replication=replication,
             master_role=master_role,
+            controllers=LocalControllers(os.path.abspath(base_dir)) if controlled else None,
             extra_args=extra_args,
         )
         self.start_timeout_s = start_timeout_s

@@ -62,8 +62,9 @@ class RunConfig:
     data_dir: Path | None = None
     nodes: int = 3
     durability: str = "fsync"
-    replication: str = "raft"  # or "master-slave": n1 the master (master_role), others slaves
+    replication: str = "raft"  # or "master-slave": a master (master_role) and its slaves
     master_role: str = "SYNC_MASTER"
+    static: bool = False  # master-slave without a controller: n1 stays the master
     partitions: bool = False  # whether a local target gets link proxies (partition, latency)
     target: str = "local"  # "local" (node processes) or "containers" (Docker)
     image: str = "raftlog:dev"  # the node image, for the containers target
@@ -179,6 +180,7 @@ def make_target(config: RunConfig, data_dir: Path) -> Target:
         durability=config.durability,
         replication=config.replication,
         master_role=config.master_role,
+        controlled=config.replication == "master-slave" and not config.static,
         partitions=config.partitions,
     )
 

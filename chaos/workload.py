@@ -12,6 +12,8 @@ leader observer, all recording what they saw in a history (:class:`Recorder`).
   ``leader-observed`` for each new (leader, term) a node claims for itself.
 
 Rules this module keeps (the history's, docs/chaos.md):
+- A send answered "stored on the master, not replicated" (FLUSH_SLAVE_TIMEOUT,
+  SLAVE_NOT_AVAILABLE) is ``info``, not ``ok``: a failover may take it back.
 - ``fail`` only when the operation certainly did not happen: a producer's NotLeader,
   Unavailable, ResourceExhausted, InvalidArgument, NotFound or SequenceGap answer (nothing
   written; the client already turns "unknown, then refused" into UnknownOutcomeError). An
@@ -186,6 +188,13 @@ class Workload:
                 self.stats.sends_failed += 1
             return
         except Exception:  # unknown outcome, forgotten sequence, internal: may be stored
+            self._recorder.complete(process, "info", SEND, invoked)
+            with self._lock:
+                self.stats.sends_unknown += 1
+            return
+        if not result.replicated:
+            # Master-slave: stored on the master, not yet on its in-sync slaves. A failover
+            # may take it back, so it is not an acknowledgement the checker may hold us to.
             self._recorder.complete(process, "info", SEND, invoked)
             with self._lock:
                 self.stats.sends_unknown += 1

@@ -67,7 +67,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--replication",
         choices=("raft", "master-slave"),
         default="raft",
-        help="raft (default), or a static master-slave group: n1 the master, others slaves",
+        help="raft (default), or master-slave: a master and slaves under three controller "
+        "processes (--static: n1 the master for good)",
+    )
+    run.add_argument(
+        "--static",
+        action="store_true",
+        help="master-slave without a controller (n1 stays the master)",
     )
     run.add_argument(
         "--role",
@@ -133,6 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         durability=args.durability,
         replication=args.replication,
         master_role="SYNC_MASTER" if args.role == "sync" else "ASYNC_MASTER",
+        static=args.static,
         partitions=any(k in LINK_KINDS for k in kinds),
         target=args.target,
         image=args.image,

@@ -46,6 +46,7 @@ def test_short_run_is_valid(
         seed=seed,
         data_dir=tmp_path / "run",
         replication=replication,
+        static=True,  # a master-slave group under a controller: test_master_slave_chaos.py
         partitions="partition" in faults,
         workload=WorkloadConfig(seed=seed),
     )
