@@ -73,7 +73,7 @@ class ControllerClient:
     def _call(self, method: Callable[[controller_pb2_grpc.ControllerStub], Any]) -> Any:
         order = [self._preferred] + [a for a in self._addresses if a != self._preferred]
         last = "no attempt"
-        for address in order[: len(order) + 1]:
+        for address in order:
             try:
                 answer = method(self._stub(address))
                 self._preferred = address

@@ -13,7 +13,7 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-from raftlog.cli.common import EXIT_FAILED, EXIT_OK, UsageError
+from raftlog.cli.common import EXIT_FAILED, EXIT_OK, UsageError, add_replication_flags, master_role
 
 TARGETS = ("local", "containers")
 _DURATION_UNITS_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -63,24 +63,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     run.add_argument("--nodes", type=int, default=3, help="node count (default 3)")
     run.add_argument("--durability", choices=("fsync", "write"), default="fsync")
-    run.add_argument(
-        "--replication",
-        choices=("raft", "master-slave"),
-        default="raft",
-        help="raft (default), or master-slave: a master and slaves under three controller "
-        "processes (--static: n1 the master for good)",
-    )
-    run.add_argument(
-        "--static",
-        action="store_true",
-        help="master-slave without a controller (n1 stays the master)",
-    )
-    run.add_argument(
-        "--role",
-        choices=("sync", "async"),
-        default="sync",
-        help="master-slave only: SYNC_MASTER (default) or ASYNC_MASTER",
-    )
+    add_replication_flags(run)
     run.add_argument("--producers", type=int, default=3, help="producer threads (default 3)")
     run.add_argument("--groups", type=int, default=2, help="consumer groups (default 2)")
     run.add_argument(
@@ -138,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         durability=args.durability,
         replication=args.replication,
-        master_role="SYNC_MASTER" if args.role == "sync" else "ASYNC_MASTER",
+        master_role=master_role(args),
         static=args.static,
         partitions=any(k in LINK_KINDS for k in kinds),
         target=args.target,

@@ -13,7 +13,14 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from raftlog.cli.common import DEFAULT_DATA_DIR, EXIT_FAILED, EXIT_OK, UsageError
+from raftlog.cli.common import (
+    DEFAULT_DATA_DIR,
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    add_replication_flags,
+    master_role,
+)
 
 if TYPE_CHECKING:  # the client is imported lazily: `raftlog --help` stays fast
     from raftlog.client import ClusterStatus, Member
@@ -33,24 +40,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="n1 listens on this port, nK on base+K-1 (default 7701; 0: free ports)",
     )
     up.add_argument("--durability", choices=("fsync", "write"), default="fsync")
-    up.add_argument(
-        "--replication",
-        choices=("raft", "master-slave"),
-        default="raft",
-        help="raft (default), or master-slave: a master and slaves, elected by three "
-        "controller processes (or n1 for good with --static)",
-    )
-    up.add_argument(
-        "--static",
-        action="store_true",
-        help="master-slave without a controller: n1 stays the master (no failover)",
-    )
-    up.add_argument(
-        "--role",
-        choices=("sync", "async"),
-        default="sync",
-        help="master-slave only: SYNC_MASTER (default) or ASYNC_MASTER",
-    )
+    add_replication_flags(up)
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a leader")
     down = actions.add_parser("down", help="stop the local cluster")
     down.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
@@ -89,7 +79,7 @@ def _up(args: argparse.Namespace) -> int:
         args.base_port,
         durability=args.durability,
         replication=args.replication,
-        master_role="SYNC_MASTER" if args.role == "sync" else "ASYNC_MASTER",
+        master_role=master_role(args),
         controllers=controllers,
     )
     print(f"starting {args.nodes} nodes in {cluster.base_dir} ", end="", flush=True)

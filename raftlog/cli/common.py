@@ -8,6 +8,7 @@ operating errors. Heavy packages (grpc, the client) are imported lazily.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 
@@ -55,3 +56,31 @@ def classify(error: BaseException) -> tuple[int, str] | None:
     if isinstance(error, OSError):
         return EXIT_FAILED, f"{error.strerror or error}: {error.filename or ''}".rstrip(": ")
     return None
+
+
+def add_replication_flags(parser: argparse.ArgumentParser) -> None:
+    """``--replication``, ``--static`` and ``--role``: the replication mode of a local group
+    (`cluster up`, `chaos run`)."""
+    parser.add_argument(
+        "--replication",
+        choices=("raft", "master-slave"),
+        default="raft",
+        help="raft (default), or master-slave: a master and slaves, elected by three "
+        "controller processes (or n1 for good with --static)",
+    )
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="master-slave without a controller: n1 stays the master (no failover)",
+    )
+    parser.add_argument(
+        "--role",
+        choices=("sync", "async"),
+        default="sync",
+        help="master-slave only: SYNC_MASTER (default) or ASYNC_MASTER",
+    )
+
+
+def master_role(args: argparse.Namespace) -> str:
+    """The master role ``--role`` names."""
+    return "SYNC_MASTER" if args.role == "sync" else "ASYNC_MASTER"
