@@ -82,6 +82,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="write a PNG timeline here: acknowledged sends/s, faults, leader changes (matplotlib)",
     )
     check.set_defaults(handler=_check)
+    summarize = actions.add_parser(
+        "summarize", help="one table for many runs' --json files (valid, anomalies, failover)"
+    )
+    summarize.add_argument("files", type=Path, nargs="+", help="the runs' --json files")
+    summarize.set_defaults(handler=_summarize)
 
 
 def _require_matplotlib(png: Path | None) -> None:
@@ -156,3 +161,14 @@ def _check(args: argparse.Namespace) -> int:
     verdict = "valid" if report.valid else "INVALID"
     _write_timeline(args.history, args.png, f"chaos check of {args.history}: {verdict}")
     return EXIT_OK if report.valid else EXIT_FAILED
+
+
+def _summarize(args: argparse.Namespace) -> int:
+    from raftlog.chaos.soak_report import render, summarize_run
+
+    try:
+        summaries = [summarize_run(path) for path in args.files]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"not a chaos run's --json file: {error}") from None
+    print(render(summaries))
+    return EXIT_OK if all(s.valid for s in summaries) else EXIT_FAILED
