@@ -136,6 +136,8 @@ class MasterSlaveMember:
                 log_end=lambda: log.max_offset,
             )
             state.on_confirmed = self._confirmed_moved
+            if config.controlled:  # what the controller holds right after electing us
+                state.set_agreed(config.node_id, frozenset({config.node_id}))
             self.roles.swap(GroupRole(config.node_id, epoch, state))
             _log.info(
                 "%s is the master of epoch %d (%d producer sequences replayed)",
