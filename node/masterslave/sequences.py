@@ -27,7 +27,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC, ProduceMarker, decode_command
+from raftlog.node.control import (
+    CONTROL_QUEUE_ID,
+    CONTROL_TOPIC,
+    ProduceMarker,
+    control_command_of,
+    decode_command,
+)
 from raftlog.node.errors import SequenceForgottenError, SequenceGapError
 from raftlog.node.write_path import ProduceOutcome
 from raftlog.store.message_store import MessageStore
@@ -95,28 +101,33 @@ class ProducerSequences:
 
     def rebuild(self, store: MessageStore, now_ms: int) -> int:
         """Forget everything, then replay the markers ``store`` holds from the last
-        ``retention_ms``; returns how many were replayed."""
+        ``retention_ms``: those readers can see (through the control queue) and those in the
+        tail not yet visible (a promoted slave's unconfirmed bytes, scanned from the
+        CommitLog: they are now this master's log). Returns how many were replayed."""
         with self._lock:
             self._producers = {}
+        markers = self._visible_markers(store, now_ms) + _tail_markers(store)
+        now_s = time.monotonic()
+        for marker in markers:
+            producer = self._producers.setdefault(marker.producer_id, _Producer(last_seen_s=now_s))
+            producer.last_sequence = max(producer.last_sequence, marker.sequence)
+        return len(markers)
+
+    def _visible_markers(self, store: MessageStore, now_ms: int) -> list[ProduceMarker]:
         offset = store.queue_offset_for_time(
             CONTROL_TOPIC, CONTROL_QUEUE_ID, max(0, now_ms - int(self._retention_s * 1000))
         )
-        replayed = 0
-        now_s = time.monotonic()
+        markers: list[ProduceMarker] = []
         for _ in range(1_000_000):  # bounded: a page of up to 1,024 records per round
             page = store.get_messages(CONTROL_TOPIC, CONTROL_QUEUE_ID, offset, max_messages=1024)
             for record in page.messages:
                 command = decode_command(record.body)
                 if isinstance(command, ProduceMarker):
-                    producer = self._producers.setdefault(
-                        command.producer_id, _Producer(last_seen_s=now_s)
-                    )
-                    producer.last_sequence = max(producer.last_sequence, command.sequence)
-                    replayed += 1
+                    markers.append(command)
             if page.next_queue_offset <= offset:
                 break
             offset = page.next_queue_offset
-        return replayed
+        return markers
 
     def _sweep(self, now_s: float) -> None:
         if now_s - self._swept_at_s < _SWEEP_INTERVAL_S:
@@ -128,3 +139,14 @@ class ProducerSequences:
 
     def __len__(self) -> int:
         return len(self._producers)
+
+
+def _tail_markers(store: MessageStore) -> list[ProduceMarker]:
+    """The markers between what readers see and the CommitLog's end."""
+    log = store.commit_log
+    markers: list[ProduceMarker] = []
+    for _, record in log.scan(store.dispatched_physical_offset, log.max_offset):
+        found = control_command_of(bytes(record))
+        if found is not None and isinstance(found[0], ProduceMarker):
+            markers.append(found[0])
+    return markers

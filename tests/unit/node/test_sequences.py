@@ -1,0 +1,38 @@
+"""ProducerSequences.rebuild: the markers a new master replays include the tail readers cannot
+see yet (a promoted slave's unconfirmed bytes), so a producer's retry after a failover is never
+stored a second time."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC, ProduceMarker, control_message
+from raftlog.node.masterslave.sequences import ProducerSequences
+from raftlog.store.message import Message
+from raftlog.store.message_store import MessageStore
+from tests.unit.store.test_message_store import small_config
+
+
+def test_rebuild_replays_visible_and_unconfirmed_markers(tmp_path: Path) -> None:
+    bound = [0]
+    store = MessageStore.open(
+        small_config(tmp_path), dispatch_bound=lambda: bound[0], housekeeping_interval_ms=None
+    )
+    try:
+        store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
+        store.create_topic("orders", 1)
+        store.put_messages([Message("orders", 0, b"a"), control_message(ProduceMarker("p1", 1))])
+        bound[0] = store.commit_log.max_offset  # confirmed: readers see the first marker
+        store.dispatch()
+        store.put_messages([Message("orders", 0, b"b"), control_message(ProduceMarker("p1", 2))])
+        store.put_messages([Message("orders", 0, b"c"), control_message(ProduceMarker("p2", 7))])
+        assert store.dispatched_physical_offset < store.commit_log.max_offset  # a hidden tail
+        sequences = ProducerSequences(retention_ms=60_000)
+        assert sequences.rebuild(store, now_ms=int(time.time() * 1000)) == 3
+        with sequences.hold("p1") as p1:
+            assert p1.last_sequence == 2
+        with sequences.hold("p2") as p2:
+            assert p2.last_sequence == 7
+    finally:
+        store.close()
