@@ -19,6 +19,9 @@ three modes:
 
 :class:`ProxyMesh` holds one proxy per ordered pair of nodes and gives each node its peers map
 (its own entry stays its real address, as node/config.py requires; the others are proxies).
+It may also hold one proxy from each node to each of a few services the nodes dial but that
+never dial them (a master-slave group's controller members): link "n1->c2" carries n1's calls
+to controller member c2, so a partition can cut a master off from its controller.
 
 Rules this module keeps: listens on 127.0.0.1 only; never rewrites or reorders bytes (a stream
 is forwarded whole or not at all, so HTTP/2 framing is never corrupted); every wait is at most
@@ -210,18 +213,22 @@ class LinkProxy:
 
 
 class ProxyMesh:
-    """One :class:`LinkProxy` per ordered pair of ``addresses`` (node id -> real address)."""
+    """One :class:`LinkProxy` per ordered pair of ``addresses`` (node id -> real address), and
+    one from each node to each of ``services`` (service id -> real address)."""
 
-    def __init__(self, addresses: Mapping[str, str]) -> None:
+    def __init__(
+        self, addresses: Mapping[str, str], services: Mapping[str, str] | None = None
+    ) -> None:
         self.addresses = dict(addresses)
-        node_ports = {_split(a)[1] for a in self.addresses.values()}
+        self.services = dict(services or {})
+        avoid = {_split(a)[1] for a in (*self.addresses.values(), *self.services.values())}
         self.links: dict[tuple[str, str], LinkProxy] = {}
         try:
             for source in self.addresses:
-                for destination, address in self.addresses.items():
+                for destination, address in (*self.addresses.items(), *self.services.items()):
                     if source != destination:
                         self.links[(source, destination)] = LinkProxy(
-                            f"{source}->{destination}", address, avoid_ports=node_ports
+                            f"{source}->{destination}", address, avoid_ports=avoid
                         )
         except BaseException:
             self.close()
@@ -233,6 +240,10 @@ class ProxyMesh:
             other: address if other == node_id else self.links[(node_id, other)].address
             for other, address in self.addresses.items()
         }
+
+    def services_for(self, node_id: str) -> list[str]:
+        """The proxies ``node_id`` dials the services through, in ``services`` order."""
+        return [self.links[(node_id, service)].address for service in self.services]
 
     def block(self, links: Collection[tuple[str, str]], mode: Mode, delay_ms: int = 0) -> None:
         """Put exactly ``links`` in ``mode`` (with ``delay_ms`` for ``delay``) and every other

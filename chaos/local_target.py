@@ -42,7 +42,9 @@ class LocalTarget:
     every other through a userspace link proxy (chaos/link_proxy.py: one per directed pair),
     so links can be dropped or blackholed; clients still use the real addresses (though a
     leader hint from a follower names that follower's proxy to the leader, so a redirected
-    client shares that link's fate).
+    client shares that link's fate). Under a controller, each node also dials each controller
+    member through a proxy (links "n1->c1" ...; ``controller_ids`` names the members), so a
+    partition can cut a master off from its controller.
     """
 
     name = "local"
@@ -60,6 +62,7 @@ class LocalTarget:
         start_timeout_s: float = 60.0,
         partitions: bool = False,
     ) -> None:
+        controllers = LocalControllers(os.path.abspath(base_dir)) if controlled else None
         self.cluster = LocalCluster(
             str(base_dir),
             node_count,
@@ -67,15 +70,24 @@ class LocalTarget:
             durability=durability,
             replication=replication,
             master_role=master_role,
-            controllers=LocalControllers(os.path.abspath(base_dir)) if controlled else None,
+            controllers=controllers,
             extra_args=extra_args,
         )
         self.start_timeout_s = start_timeout_s
         self.supports_partitions = self.supports_latency = partitions
+        self.controller_ids: tuple[str, ...] = ()
         self.mesh: ProxyMesh | None = None
         if partitions:
-            self.mesh = ProxyMesh({n: node.address for n, node in self.cluster.nodes.items()})
+            members = controllers.members if controllers is not None else []
+            self.mesh = ProxyMesh(
+                {n: node.address for n, node in self.cluster.nodes.items()},
+                {m.member_id: m.grpc_address for m in members},
+            )
+            self.controller_ids = tuple(m.member_id for m in members)
             self.cluster.peer_overrides = {n: self.mesh.peers_for(n) for n in self.cluster.nodes}
+            self.cluster.controller_overrides = {
+                n: ",".join(self.mesh.services_for(n)) for n in self.cluster.nodes
+            }
         self._paused: set[str] = set()
         self._closed = False
 

@@ -7,9 +7,13 @@ Fault kinds (``--faults`` names in brackets):
 * ``pause`` [pause]: SIGSTOP one node, SIGCONT after the hold (a silent stall);
 * ``rolling-restart`` [rolling-restart]: gracefully restart every node, one after another;
 * ``partition-halves`` [partition]: split the nodes into a minority and a majority;
-* ``partition-isolate-leader`` [partition]: cut the current leader off from everyone;
+* ``partition-isolate-leader`` [partition]: cut the current leader off from everyone (under a
+  controller the target can partition, from the controller members too: the fencing test);
 * ``partition-one-way`` [partition]: drop traffic in one direction between two nodes;
 * ``partition-bridge`` [partition]: two sides that only one node (the bridge) talks to;
+* ``partition-leader-controller`` [controller]: cut the master off from its controller
+  members only (it still reaches its slaves and clients: the controller elects another while
+  the old master must fence itself); needs a target with ``controller_ids``;
 * ``latency-leader`` [latency]: slow every link to and from the leader by a seeded
   20-200 ms (the local target's link proxies; the containers target has no netem).
 
@@ -46,9 +50,10 @@ PARTITION_ISOLATE_LEADER = "partition-isolate-leader"
 PARTITION_ONE_WAY = "partition-one-way"
 PARTITION_BRIDGE = "partition-bridge"
 PARTITION_KINDS = (PARTITION_HALVES, PARTITION_ISOLATE_LEADER, PARTITION_ONE_WAY, PARTITION_BRIDGE)
+PARTITION_LEADER_CONTROLLER = "partition-leader-controller"
 LATENCY_LEADER = "latency-leader"
 # The kinds that act on links between nodes (the local target needs its proxies for them).
-LINK_KINDS = (*PARTITION_KINDS, LATENCY_LEADER)
+LINK_KINDS = (*PARTITION_KINDS, PARTITION_LEADER_CONTROLLER, LATENCY_LEADER)
 # What each --faults name expands to.
 FAULT_FAMILIES: dict[str, tuple[str, ...]] = {
     KILL: (KILL,),
@@ -56,6 +61,7 @@ FAULT_FAMILIES: dict[str, tuple[str, ...]] = {
     ROLLING_RESTART: (ROLLING_RESTART,),
     "partition": PARTITION_KINDS,
     "latency": (LATENCY_LEADER,),
+    "controller": (PARTITION_LEADER_CONTROLLER,),
 }
 # A symbolic target resolved when the fault starts.
 LEADER = "leader"
@@ -114,7 +120,7 @@ def _targets(rng: random.Random, kind: str, node_ids: Sequence[str]) -> tuple[st
         return (LEADER,) if rng.random() < 0.5 else (rng.choice(nodes),)
     if kind == ROLLING_RESTART:
         return tuple(nodes)
-    if kind in (PARTITION_ISOLATE_LEADER, LATENCY_LEADER):
+    if kind in (PARTITION_ISOLATE_LEADER, PARTITION_LEADER_CONTROLLER, LATENCY_LEADER):
         return (LEADER,)
     if kind == PARTITION_HALVES:
         rng.shuffle(nodes)
@@ -258,6 +264,11 @@ class Nemesis:
             leader = self._resolve(LEADER)
             targets = (leader,)
             links = partition_links(nodes, [[leader], [n for n in nodes if n != leader]])
+            if fault.kind == PARTITION_ISOLATE_LEADER:
+                links |= {(leader, member) for member in self._target.controller_ids}
+        elif fault.kind == PARTITION_LEADER_CONTROLLER:
+            targets = (self._resolve(LEADER),)
+            links = {(targets[0], member) for member in self._target.controller_ids}
         elif fault.kind == PARTITION_HALVES:
             targets = fault.targets
             minority = set(targets)
@@ -292,10 +303,16 @@ class Nemesis:
             else:
                 if not self._target.supports_partitions:
                     raise TargetError(f"the {self._target.name} target cannot partition")
+                if not links:
+                    raise TargetError(f"{fault.kind}: no controller member to cut off")
                 self._partitioned = True  # set first: a half-applied block is healed too
                 # Isolating the leader and the one-way drop are silent (a blackhole, noticed
                 # only by timeouts); halves and the bridge refuse connections outright.
-                silent = fault.kind in (PARTITION_ISOLATE_LEADER, PARTITION_ONE_WAY)
+                silent = fault.kind in (
+                    PARTITION_ISOLATE_LEADER,
+                    PARTITION_LEADER_CONTROLLER,
+                    PARTITION_ONE_WAY,
+                )
                 self._target.block(links, silent=silent)
         except TargetError as error:
             self._record_start(fault.kind, targets, ok=False, why=str(error))

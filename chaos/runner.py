@@ -30,6 +30,7 @@ from raftlog.chaos.local_target import LocalTarget
 from raftlog.chaos.nemesis import (
     LATENCY_LEADER,
     PARTITION_KINDS,
+    PARTITION_LEADER_CONTROLLER,
     Nemesis,
     PlannedFault,
     describe,
@@ -199,6 +200,12 @@ def run(
     target = target if target is not None else make_target(config, data_dir)
     if any(k in PARTITION_KINDS for k in kinds) and not target.supports_partitions:
         raise RunError(f"the {target.name} target cannot partition; leave out 'partition'")
+    if PARTITION_LEADER_CONTROLLER in kinds and not target.controller_ids:
+        raise RunError(
+            f"the {target.name} target has no controller to partition from; 'controller' "
+            "needs --replication master-slave under a controller (not --static) and a "
+            "target that can partition"
+        )
     if LATENCY_LEADER in kinds and not target.supports_latency:
         raise RunError(f"the {target.name} target cannot slow links; leave out 'latency'")
     schedule = plan(config.seed, config.duration_s, config.faults, target.node_ids())

@@ -63,6 +63,9 @@ class Target(Protocol):
     name: str
     supports_partitions: bool
     supports_latency: bool
+    # The controller members a partition can cut nodes off from (links "n1->c1"); empty
+    # unless a master-slave group runs under a controller the target can partition.
+    controller_ids: tuple[str, ...]
 
     def node_ids(self) -> list[str]:
         """Every node, in a stable order."""

@@ -1,8 +1,11 @@
 """ControllerClient: what a master-slave broker (and `raftlog controller status`) calls.
 
 Rules this module keeps: every call is bounded (``timeout_s`` per attempt, one attempt per
-member plus one redirect); a non-leading member's hint is followed first; the answers are plain
-dataclasses, never protobuf; ``ControllerUnavailable`` when no member could answer.
+member plus one redirect); a non-leading member's hint is followed first, but only when it
+names one of the configured addresses (a broker talks to the controller only where it was told
+to: a hint naming another address, a proxy's upstream or a hostile one, is not dialled, the
+next configured member is tried instead); the answers are plain dataclasses, never protobuf;
+``ControllerUnavailable`` when no member could answer.
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ class ControllerClient:
                     raise ControllerRefused(error.details()) from None
                 last = f"{address}: {_details(error)}"
                 hint = dict(error.trailing_metadata() or ()).get(LEADER_METADATA_KEY)
-                if hint and hint != address:
+                if hint and hint != address and hint in self._addresses:
                     try:
                         answer = method(self._stub(hint))
                         self._preferred = hint

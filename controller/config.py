@@ -52,7 +52,7 @@ class ControllerConfig:
     peers: dict[str, tuple[str, str]] = field(hash=False)
     data_dir: str
     password: str = field(repr=False)
-    lease_ms: int = 1500
+    lease_ms: int = 1000
 
     def __post_init__(self) -> None:
         if self.member_id not in self.peers:

@@ -38,7 +38,7 @@ _MAX_ADDRESS_BYTES = 256
 
 @dataclass(frozen=True, slots=True)
 class LeaseSettings:
-    lease_ms: int = 1500
+    lease_ms: int  # ControllerConfig.lease_ms
     check_interval_s: float = 0.1
 
 

@@ -57,7 +57,8 @@ class LocalCluster:
     -> that node's own peers map) replaces ``peers_flag`` for the nodes it names: the chaos
     target routes each node's peer traffic through link proxies this way (each node's own
     entry must stay its real address). It may also be set after construction, once the
-    ports are known; it is not recorded in cluster.json.
+    ports are known; it is not recorded in cluster.json. ``controller_overrides`` (node id ->
+    ``--controller-addresses`` value) does the same for the controller members' addresses.
     """
 
     def __init__(
@@ -96,6 +97,7 @@ class LocalCluster:
         self.peer_overrides: dict[str, dict[str, str]] = {
             node_id: dict(peers) for node_id, peers in (peer_overrides or {}).items()
         }
+        self.controller_overrides: dict[str, str] = {}
         # Processes this object spawned (reaped on stop); a loaded cluster has none.
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -197,7 +199,9 @@ class LocalCluster:
             node_id,
             self.master_role,
             master,
-            self.controllers.addresses if self.controllers is not None else None,
+            None
+            if self.controllers is None
+            else self.controller_overrides.get(node_id, self.controllers.addresses),
         )
         return [
             arg

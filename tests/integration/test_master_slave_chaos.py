@@ -1,6 +1,7 @@
 """A short chaos run against a master-slave group under its controller, all real processes on
 127.0.0.1 (three brokers, three controller members): producers and consumer groups while the
-nemesis kills, pauses and isolates brokers (seed 3). The checker must find no acknowledged
+nemesis isolates the master from everyone (slaves and controller: the fencing partition), kills
+it, and cuts it off from its controller alone (seed 25). The checker must find no acknowledged
 write lost, duplicated or reordered, and writes must resume after each fault; no process may be
 left running."""
 
@@ -17,19 +18,22 @@ from raftlog.testing.node_probes import alive
 def test_a_sync_master_group_under_its_controller_survives_chaos(tmp_path: Path) -> None:
     lines: list[str] = []
     config = RunConfig(
-        duration_s=25.0,
-        faults=("kill", "pause", "partition"),
-        seed=3,
+        duration_s=30.0,
+        faults=("kill", "pause", "partition", "controller"),
+        seed=25,
         data_dir=tmp_path / "run",
         replication="master-slave",
         master_role="SYNC_MASTER",
         partitions=True,
-        workload=WorkloadConfig(seed=3),
+        workload=WorkloadConfig(seed=25),
     )
     result = run(config, out=lines.append)
     print("\n".join(lines))
     print(result.render())
     assert result.valid, result.render()
+    planned = [fault.kind for fault in result.schedule]
+    assert "partition-leader-controller" in planned and "partition-isolate-leader" in planned
+    assert not [w for w in result.warnings if w.startswith("nemesis")], result.warnings
     counts = result.report.counts
     assert counts["sends-ok"] > 100, counts
     assert counts["replicas"] == 3

@@ -16,7 +16,9 @@ from raftlog.chaos.nemesis import (
     MAX_HOLD_S,
     MIN_GAP_S,
     MIN_HOLD_S,
+    PARTITION_ISOLATE_LEADER,
     PARTITION_KINDS,
+    PARTITION_LEADER_CONTROLLER,
     PAUSE,
     QUIET_TAIL_S,
     ROLLING_RESTART,
@@ -91,6 +93,7 @@ class FakeTarget:
     name = "fake"
     supports_partitions = True
     supports_latency = True
+    controller_ids: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, ...]] = []
@@ -179,6 +182,37 @@ def test_latency_slows_every_link_of_the_leader_then_heals() -> None:
         (FAULT_START, FaultValue(LATENCY_LEADER, ("n1",))),
         (FAULT_END, FaultValue(LATENCY_LEADER, ("n1",))),
     ]
+
+
+def test_controller_partitions_cut_the_master_off_from_its_controller() -> None:
+    target = FakeTarget()
+    target.controller_ids = ("c1", "c2")
+    schedule = [
+        PlannedFault(0.0, PARTITION_LEADER_CONTROLLER, 0.01, ("leader",)),
+        PlannedFault(0.0, PARTITION_ISOLATE_LEADER, 0.01, ("leader",)),
+    ]
+    Nemesis(target, Recorder(), schedule).run(0.0)
+    assert target.calls == [
+        ("block", "silent", "n1>c1", "n1>c2"),  # the slaves and clients still reach it
+        ("heal",),
+        ("block", "silent", "n1>c1", "n1>c2", "n1>n2", "n1>n3", "n2>n1", "n3>n1"),
+        ("heal",),
+    ]
+
+
+def test_a_controller_partition_without_controllers_is_not_applied() -> None:
+    recorder = Recorder()
+    fault = PlannedFault(0.0, PARTITION_LEADER_CONTROLLER, 0.01, ("leader",))
+    nemesis = Nemesis(FakeTarget(), recorder, [fault])
+    nemesis.run(0.0)
+    assert [(op.type, op.f) for op in recorder.ops()] == [("fail", FAULT_START)]
+    assert "no controller member" in nemesis.errors[0]
+
+
+def test_the_controller_family_is_its_own_name() -> None:
+    # Kept out of "partition", so the schedules of existing seeds stay as they were.
+    assert fault_kinds(["controller"]) == [PARTITION_LEADER_CONTROLLER]
+    assert PARTITION_LEADER_CONTROLLER not in fault_kinds(["partition"])
 
 
 def test_latency_delays_are_seeded_and_bounded() -> None:
