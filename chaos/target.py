@@ -201,6 +201,7 @@ def read_queues(address: str, topic: str) -> dict[QueueKey, tuple[Entry, ...]]:
                         queue_id=queue_id,
                         queue_offset=offset,
                         max_messages=_PULL_BATCH_MESSAGES,
+                        this_replica=True,  # this node's copy, whatever its role
                     ),
                     timeout=_READ_TIMEOUT_S,
                 )

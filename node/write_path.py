@@ -13,7 +13,9 @@ Rules every implementation keeps:
 - Acknowledge only what is durable as configured and visible to readers (dispatched).
 - When the outcome cannot be learned in time, raise UnknownOutcomeError, never a failure.
 - Reads (pull, queries) do not go through here: any member serves them from its store, which
-  only ever shows committed messages.
+  only ever shows committed messages. The one exception is where consumers are sent:
+  ``check_read`` lets a master-slave slave send them on to its master (``slave_read_enable``
+  off, the RocketMQ default) while it copies from a live master.
 """
 
 from __future__ import annotations
@@ -131,6 +133,11 @@ class WritePath(Protocol):
 
     def cluster_view(self) -> ClusterView:
         """This node's view of the cluster (never blocks on the network)."""
+        ...
+
+    def check_read(self) -> None:
+        """Raise NotLeaderError naming the member consumers should pull from instead, when
+        this one should not serve their pulls now; return when it serves them."""
         ...
 
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:

@@ -189,7 +189,7 @@ class ProduceResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[ProduceResult, _Mapping]]] = ..., store_timestamp_ms: _Optional[int] = ..., duplicate: _Optional[bool] = ..., raft_index: _Optional[int] = ..., raft_term: _Optional[int] = ..., send_status: _Optional[_Union[SendStatus, str]] = ...) -> None: ...
 
 class PullRequest(_message.Message):
-    __slots__ = ("topic", "queue_id", "queue_offset", "max_messages", "max_bytes", "tags", "long_poll_timeout_ms", "consumer_group", "return_records")
+    __slots__ = ("topic", "queue_id", "queue_offset", "max_messages", "max_bytes", "tags", "long_poll_timeout_ms", "consumer_group", "return_records", "this_replica")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -199,6 +199,7 @@ class PullRequest(_message.Message):
     LONG_POLL_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
     RETURN_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    THIS_REPLICA_FIELD_NUMBER: _ClassVar[int]
     topic: str
     queue_id: int
     queue_offset: int
@@ -208,7 +209,8 @@ class PullRequest(_message.Message):
     long_poll_timeout_ms: int
     consumer_group: str
     return_records: bool
-    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., tags: _Optional[_Iterable[str]] = ..., long_poll_timeout_ms: _Optional[int] = ..., consumer_group: _Optional[str] = ..., return_records: _Optional[bool] = ...) -> None: ...
+    this_replica: bool
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., tags: _Optional[_Iterable[str]] = ..., long_poll_timeout_ms: _Optional[int] = ..., consumer_group: _Optional[str] = ..., return_records: _Optional[bool] = ..., this_replica: _Optional[bool] = ...) -> None: ...
 
 class PullResponse(_message.Message):
     __slots__ = ("status", "messages", "next_queue_offset", "min_queue_offset", "max_queue_offset", "records", "record_count")

@@ -78,9 +78,11 @@ class MasterSlaveMember:
                 broker_role=config.role,
                 members=dict(config.peers),
                 sync_timeout_s=config.sync_flush_timeout_ms / 1000,
+                slave_read_enable=config.slave_read_enable,
             ),
             self.store,
             self.roles,
+            self._master_live,
         )
         self._ha_service = HaPeerService(
             HaServiceSettings(config.cluster_id, config.broker_name),
@@ -98,6 +100,10 @@ class MasterSlaveMember:
             return role.master_state.confirmed_offset()
         replicator = self._replicator
         return replicator.confirm_offset if replicator is not None else 0  # no role yet
+
+    def _master_live(self) -> bool:
+        replicator = self._replicator
+        return replicator is not None and replicator.connected
 
     def _confirmed_moved(self) -> None:
         self.store.dispatch()
@@ -147,10 +153,15 @@ class MasterSlaveMember:
             )
 
     def follow(self, master_id: str, epoch: int, address: str | None = None) -> None:
-        """Copy ``master_id``'s CommitLog (at ``address``, default its ``peers`` entry) as its
-        slave in ``epoch``; a master steps down first (its slaves' streams end, its writes
-        are refused from now on)."""
+        """Copy ``master_id``'s CommitLog as its slave in ``epoch``; a master steps down
+        first (its slaves' streams end, its writes are refused from now on). The master is
+        reached at its ``peers`` entry, as this node was told to reach it (as Raft mode does),
+        and at ``address`` (what the master registered with the controller) only when it is
+        not among the peers."""
         config = self._config
+        target = config.peers.get(master_id, address)
+        if target is None:
+            raise ValueError(f"no address for master {master_id!r}: not a peer, none given")
         with self._change_lock:
             previous = self.roles.swap(GroupRole(master_id, epoch))
             if previous.master_state is not None:
@@ -161,7 +172,7 @@ class MasterSlaveMember:
                     config.cluster_id,
                     config.broker_name,
                     config.node_id,
-                    address or config.peers[master_id],
+                    target,
                 ),
                 self.store,
                 self.history,

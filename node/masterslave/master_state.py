@@ -112,10 +112,13 @@ class MasterState:
 
     def proposed_in_sync(self, self_id: str) -> frozenset[str]:
         """What this master would have the controller hold: itself, and every slave in sync
-        that holds everything already confirmed."""
+        (within the lag bounds) that holds everything already confirmed. An ASYNC_MASTER
+        confirms its own end at once, so for it "in sync" is the lag bounds alone (Kafka's
+        ISR with acks=1): a slave never holds the very end of a log that keeps growing, and
+        requiring it would leave the master alone in the set, never to be replaced."""
         with self._changed:
             master_end, now_ms = self._master_end(), self._now_ms()
-            confirmed = self._confirm(master_end, now_ms)
+            confirmed = self._confirm(master_end, now_ms) if self._synchronous else 0
             return frozenset(
                 {self_id}
                 | {

@@ -13,6 +13,13 @@ Rules this module keeps:
   before that is answered "stored once, offsets forgotten" (its offsets are not in the log's
   markers), never stored twice. The one gap: after a power loss, a torn write may keep a
   prefix of a batch's records without its marker (docs/replication.md).
+- A gap is refused (nothing written) except as a producer's first batch after a rebuild: a
+  master-slave group may lose a tail on failover (an ASYNC_MASTER's acknowledged writes, a
+  SYNC_MASTER's "stored, not replicated" ones, an ASYNC_FLUSH master's unflushed bytes), and
+  the producer cannot resend batches it was already answered for. Refusing that gap would
+  wedge the producer for good (every later batch a gap); the loss is the mode's documented
+  window, not something the gap can undo. Within one master's run its log has no holes, so a
+  gap there is still a client's error.
 - One batch per producer at a time: ``hold(producer_id)`` serialises a producer's check,
   write and record, so two retries of one batch cannot both be stored.
 - Bounded: producers idle for ``retention_ms`` are forgotten, swept at most once a second.
@@ -48,6 +55,8 @@ class _Producer:
     last_seen_s: float = 0.0
     outcomes: OrderedDict[int, ProduceOutcome] = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Known only from the log's markers (rebuild): this master has not stored a batch of it.
+    replayed: bool = False
 
 
 class ProducerSequences:
@@ -79,6 +88,8 @@ class ProducerSequences:
         last = producer.last_sequence
         if last == 0 or sequence == last + 1:
             return None
+        if sequence > last + 1 and producer.replayed:
+            return None  # the batches between were lost with a previous master's tail
         if sequence > last + 1:
             raise SequenceGapError(
                 f"producer {producer_id!r} sent sequence {sequence} after {last}: an earlier "
@@ -95,6 +106,7 @@ class ProducerSequences:
     @staticmethod
     def record(producer: _Producer, sequence: int, outcome: ProduceOutcome) -> None:
         producer.last_sequence = sequence
+        producer.replayed = False
         producer.outcomes[sequence] = outcome
         while len(producer.outcomes) > REMEMBERED_BATCHES:
             producer.outcomes.popitem(last=False)
@@ -109,7 +121,9 @@ class ProducerSequences:
         markers = self._visible_markers(store, now_ms) + _tail_markers(store)
         now_s = time.monotonic()
         for marker in markers:
-            producer = self._producers.setdefault(marker.producer_id, _Producer(last_seen_s=now_s))
+            producer = self._producers.setdefault(
+                marker.producer_id, _Producer(last_seen_s=now_s, replayed=True)
+            )
             producer.last_sequence = max(producer.last_sequence, marker.sequence)
         return len(markers)
 

@@ -31,7 +31,7 @@ from raftlog.node.control import (
     apply_to_store,
     control_message,
 )
-from raftlog.node.errors import InvalidRequestError
+from raftlog.node.errors import InvalidRequestError, NotLeaderError
 from raftlog.node.masterslave.master_state import MasterState
 from raftlog.node.masterslave.roles import RoleHolder
 from raftlog.node.masterslave.sequences import ProducerSequences
@@ -64,13 +64,23 @@ class GroupSettings:
     broker_role: str  # SYNC_MASTER, ASYNC_MASTER or SLAVE, as configured
     members: dict[str, str]  # node id -> address
     sync_timeout_s: float
+    slave_read_enable: bool = False  # a slave serves pulls even while its master is live
 
 
 class MasterSlaveWritePath:
-    def __init__(self, settings: GroupSettings, store: MessageStore, roles: RoleHolder) -> None:
+    def __init__(
+        self,
+        settings: GroupSettings,
+        store: MessageStore,
+        roles: RoleHolder,
+        master_live: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """``master_live``: whether this member, as a slave, is copying from its master now
+        (its HA stream is up)."""
         self._settings = settings
         self._store = store
         self._roles = roles
+        self._master_live = master_live
         self._sequences = ProducerSequences(_PRODUCER_RETENTION_MS)
         self.visible = threading.Condition()
 
@@ -251,6 +261,17 @@ class MasterSlaveWritePath:
             broker_name=settings.broker_name,
             broker_role=_role_name(master),
         )
+
+    def check_read(self) -> None:
+        """A slave sends consumers to its master while it copies from a live one, unless
+        ``slave_read_enable``; with the master down or unreachable, it serves what it holds
+        (only what the group confirmed), so the group stays readable."""
+        role = self._roles.current()
+        if self._settings.slave_read_enable or role.master_state is not None:
+            return
+        if role.master_id is None or not self._master_live():
+            return
+        raise NotLeaderError(role.master_id, self._settings.members.get(role.master_id), role.epoch)
 
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s

@@ -233,6 +233,9 @@ class RaftWritePath:
     def cluster_view(self) -> ClusterView:
         return self._replica.view
 
+    def check_read(self) -> None:
+        """Every Raft member serves pulls: a follower's store shows only committed entries."""
+
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
         with self._replica.visible:

@@ -78,6 +78,8 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
         require_topic_name(request.topic, limits.message_limits)
         require_non_negative(request.queue_id, "queue_id")
         require_non_negative(request.queue_offset, "queue_offset")
+        if not request.this_replica:
+            self._write_path.check_read()
         max_messages = server_default(
             request.max_messages, limits.default_pull_messages, limits.max_pull_messages
         )

@@ -1,7 +1,9 @@
 """A static master-slave group in this process (real gRPC servers, real files): one master
 (broker_id 0) and two slaves streaming its CommitLog. The typed client works unchanged; the
-slaves are byte-identical and serve the same messages; a SYNC_MASTER answers honestly when
-its slaves are gone; the HA stream refuses bad and hostile reports."""
+slaves are byte-identical and serve the same messages; a slave sends consumers to its live
+master unless ``slave_read_enable``, and serves them itself once the master is gone; a
+SYNC_MASTER answers honestly when its slaves are gone; the HA stream refuses bad and hostile
+reports."""
 
 from __future__ import annotations
 
@@ -113,14 +115,84 @@ def test_the_typed_client_writes_and_the_slaves_are_byte_identical(sync_group: G
         "n3": (True, 0),
     }
     assert (seen_from_slave.broker_role, seen_from_slave.leader_id) == ("SLAVE", "n1")
-    # The slave learned the topic from the stream and serves the same messages.
+    # The slave learned the topic from the stream and holds the same messages (its own copy,
+    # asked for explicitly: by default it sends consumers on to its master).
+    assert sorted(_bodies(slave, this_replica=True)) == sorted(f"m{i}".encode() for i in range(40))
+
+
+def _pull(address: str, *, this_replica: bool = False) -> client_pb2.PullResponse:
+    stub = client_pb2_grpc.ConsumerStub(grpc.insecure_channel(address))
+    request = client_pb2.PullRequest(
+        topic=TOPIC, queue_id=0, queue_offset=0, max_messages=100, this_replica=this_replica
+    )
+    return stub.Pull(request, timeout=5)
+
+
+def _bodies(address: str, *, this_replica: bool = False) -> list[bytes]:
+    with grpc.insecure_channel(address) as channel:
+        stub = client_pb2_grpc.ConsumerStub(channel)
+        bodies: list[bytes] = []
+        for queue_id in (0, 1):
+            request = client_pb2.PullRequest(
+                topic=TOPIC, queue_id=queue_id, max_messages=100, this_replica=this_replica
+            )
+            bodies += [m.body for m in stub.Pull(request, timeout=5).messages]
+        return bodies
+
+
+def _poll_all(consumer: Consumer, count: int) -> list[bytes]:
+    seen: list[bytes] = []
+    for _ in range(100):
+        seen += [m.body for m in consumer.poll(timeout_s=0.2)]
+        if len(seen) >= count:
+            break
+    return seen
+
+
+def test_a_slave_sends_consumers_to_its_live_master(sync_group: Group) -> None:
+    group = sync_group
+    master, slave = group.addresses["n1"], group.addresses["n2"]
+    with Admin(master) as admin:
+        admin.create_topic(TOPIC, 1)
+    with Producer([master]) as producer:
+        for i in range(5):
+            assert producer.send(TOPIC, b"m%d" % i).send_status == "SEND_OK"
+    group.wait_caught_up()
+    with pytest.raises(grpc.RpcError) as redirected:
+        _pull(slave)
+    assert redirected.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert "n1" in (redirected.value.details() or "")
+    assert len(_pull(slave, this_replica=True).messages) == 5
+    # The typed consumer, given only the slave, follows the redirect.
     with Consumer([slave], "g", TOPIC, from_beginning=True) as consumer:
-        seen: list[bytes] = []
-        for _ in range(50):
-            seen += [m.body for m in consumer.poll(timeout_s=0.2)]
-            if len(seen) >= 40:
-                break
-    assert sorted(seen) == sorted(f"m{i}".encode() for i in range(40))
+        assert _poll_all(consumer, 5) == [b"m%d" % i for i in range(5)]
+    # The master gone, the slave serves what it holds: the group stays readable.
+    group.stop("n1")
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            answer = _pull(slave)
+            break
+        except grpc.RpcError:
+            assert time.monotonic() < deadline, "the slave never served with its master gone"
+            time.sleep(0.1)
+    assert [m.body for m in answer.messages] == [b"m%d" % i for i in range(5)]
+
+
+def test_slave_read_enable_lets_a_slave_serve_consumers(tmp_path: Path) -> None:
+    group = Group(tmp_path, "ASYNC_MASTER", slave_read_enable=True)
+    try:
+        for node_id in ("n1", "n2"):
+            group.start(node_id)
+        with Admin(group.addresses["n1"]) as admin:
+            admin.create_topic(TOPIC, 1)
+        with Producer([group.addresses["n1"]]) as producer:
+            producer.send(TOPIC, b"one")
+        group.wait_caught_up()
+        assert [m.body for m in _pull(group.addresses["n2"]).messages] == [b"one"]
+    finally:
+        for node_id in list(group.nodes):
+            group.stop(node_id)
 
 
 def test_a_sync_master_says_when_no_slave_holds_the_write(sync_group: Group) -> None:

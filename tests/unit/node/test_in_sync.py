@@ -75,3 +75,18 @@ def test_an_async_master_never_waits() -> None:
     state = MasterState(InSyncSet(1, 1, 1), lambda: 5, synchronous=False)
     assert state.wait_replicated(10**9, timeout_s=10) == SEND_OK
     assert state.confirmed_offset() == 5
+
+
+def test_the_in_sync_set_a_master_proposes() -> None:
+    # A SYNC_MASTER proposes only slaves holding everything confirmed; an ASYNC_MASTER, whose
+    # own end is confirmed at once, proposes every slave within the lag bounds: otherwise a
+    # slave of a log that keeps growing would never be in the set, and the controller could
+    # never replace the master.
+    for synchronous, expected in ((True, {"m", "s1"}), (False, {"m", "s1", "s2"})):
+        state = MasterState(
+            InSyncSet(2, 10_000, 10_000), lambda: 1000, synchronous=synchronous, now_ms=lambda: 0
+        )
+        state.set_agreed("m", frozenset({"m", "s1"}))
+        state.slave_reported("s1", 1000, sent_end_offset=1000, sent_at_ms=0)
+        state.slave_reported("s2", 990, sent_end_offset=990, sent_at_ms=0)
+        assert state.proposed_in_sync("m") == expected

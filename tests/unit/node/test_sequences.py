@@ -1,14 +1,19 @@
 """ProducerSequences.rebuild: the markers a new master replays include the tail readers cannot
 see yet (a promoted slave's unconfirmed bytes), so a producer's retry after a failover is never
-stored a second time."""
+stored a second time; and a producer whose batches a failover took back is not wedged by the
+gap they leave."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import pytest
+
 from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC, ProduceMarker, control_message
+from raftlog.node.errors import SequenceGapError
 from raftlog.node.masterslave.sequences import ProducerSequences
+from raftlog.node.write_path import ProduceOutcome
 from raftlog.store.message import Message
 from raftlog.store.message_store import MessageStore
 from tests.unit.store.test_message_store import small_config
@@ -34,5 +39,25 @@ def test_rebuild_replays_visible_and_unconfirmed_markers(tmp_path: Path) -> None
             assert p1.last_sequence == 2
         with sequences.hold("p2") as p2:
             assert p2.last_sequence == 7
+    finally:
+        store.close()
+
+
+def test_a_gap_is_accepted_only_as_the_first_batch_after_a_rebuild(tmp_path: Path) -> None:
+    store = MessageStore.open(small_config(tmp_path), housekeeping_interval_ms=None)
+    try:
+        store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
+        store.put_messages([control_message(ProduceMarker("p1", 4))])
+        sequences = ProducerSequences(retention_ms=60_000)
+        sequences.rebuild(store, now_ms=int(time.time() * 1000))
+        outcome = ProduceOutcome([], [], 0, False, 0, 0)
+        with sequences.hold("p1") as p1:
+            # 5 and 6 were answered by the previous master and lost with its tail.
+            assert ProducerSequences.earlier_outcome(p1, "p1", 7) is None
+            ProducerSequences.record(p1, 7, outcome)
+            with pytest.raises(SequenceGapError):  # this master's own log has no holes
+                ProducerSequences.earlier_outcome(p1, "p1", 9)
+            duplicate = ProducerSequences.earlier_outcome(p1, "p1", 7)
+            assert duplicate is not None and duplicate.duplicate
     finally:
         store.close()

@@ -28,9 +28,10 @@ TEST_LIMITS = ServiceLimits(long_poll_slice_ms=50)
 
 
 class DispatchSignal:
-    """Implements only ``WritePath.wait_visible``: a condition the test notifies after it wrote
-    (the store dispatches its own writes). Produce, offsets and admin writes are not here:
-    they are tested against the real Raft node."""
+    """Implements only the read side of ``WritePath``: ``wait_visible``, a condition the test
+    notifies after it wrote (the store dispatches its own writes), and ``check_read``, which
+    serves every pull (as a Raft member does). Produce, offsets and admin writes are not
+    here: they are tested against the real Raft node."""
 
     def __init__(self, store: MessageStore) -> None:
         self._store = store
@@ -40,6 +41,9 @@ class DispatchSignal:
     def written(self) -> None:
         with self._condition:
             self._condition.notify_all()
+
+    def check_read(self) -> None:
+        return None
 
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
         with self._condition:
