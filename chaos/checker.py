@@ -20,6 +20,14 @@ docs/chaos.md explains each one):
 Sends of unknown outcome (``info``) are allowed either way: those that never appear are
 counted as ``unseen``, never reported as anomalies.
 
+With ``acknowledged_loss_allowed`` (an ASYNC_MASTER group, which acknowledges before any slave
+has the write), an acknowledged write on no replica is counted, not reported: ``losses`` groups
+them by the fault they were lost around, with each window in seconds (loss.py), and what such a
+loss implies is counted with it rather than reported: a consumer that received a lost value at
+an offset a later write took, and a re-delivery below a committed offset (the commit was lost
+with the master's tail; counted as ``commits-lost``). A value stored at another position than
+acknowledged is still an anomaly.
+
 Rules this module keeps: it is pure (no I/O, no clock, no randomness), so the same history
 always gives the same report; it only reports what the history proves (an anomaly needs an
 ``ok`` completion or a stored value, never an ``info``); a history that breaks the recording
@@ -33,7 +41,7 @@ import bisect
 import itertools
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +62,7 @@ from raftlog.chaos.history import (
     ReplicaSnapshot,
     SendValue,
 )
+from raftlog.chaos.loss import LossWindow, loss_windows
 
 LOST_WRITE = "lost-write"
 DUPLICATE = "duplicate"
@@ -149,6 +158,7 @@ class Report:
     recoveries: tuple[FaultRecovery, ...]
     unseen: tuple[str, ...] = ()
     start_ns: int = 0  # the history's first time, so render() can print relative times
+    losses: tuple[LossWindow, ...] = ()  # counted loss (acknowledged_loss_allowed only)
 
     @property
     def valid(self) -> bool:
@@ -173,6 +183,7 @@ class Report:
             "counts": dict(self.counts),
             "recoveries": [r.to_dict() for r in self.recoveries],
             "unseen": list(self.unseen),
+            "losses": [w.to_dict() for w in self.losses],
         }
 
     def to_json(self) -> str:
@@ -207,6 +218,7 @@ class Report:
                     elif r.recovery_after_end_ms is not None:
                         recovered += f", {r.recovery_after_end_ms:.1f} ms after end"
                 lines.append(f"  {r.name} [{targets}] at +{at_s:.3f} s: {recovered}")
+        lines += self._render_losses()
         if self.anomalies:
             lines.append("anomalies:")
             for kind, count in sorted(self.anomaly_counts().items()):
@@ -216,6 +228,25 @@ class Report:
                 for ref in anomaly.ops:
                     lines.append(f"    #{ref.index} {_format_op(ref.op, self.start_ns)}")
         return "\n".join(lines)
+
+    def _render_losses(self) -> list[str]:
+        if not self.losses:
+            return []
+        lost = sum(w.lost for w in self.losses)
+        longest_s = max(w.window_ms for w in self.losses) / 1000
+        lines = [
+            f"acknowledged, then lost (counted, not anomalies: the master acknowledges before "
+            f"replicating): {lost} writes, {self.counts.get('commits-lost', 0)} commits; "
+            f"longest window {longest_s:.2f} s"
+        ]
+        for w in self.losses:
+            if w.fault is None or w.fault_start_ns is None:
+                around = "after the last fault"
+            else:
+                at_s = (w.fault_start_ns - self.start_ns) / _NS_PER_S
+                around = f"around {w.fault} [{','.join(w.targets) or '-'}] at +{at_s:.3f} s"
+            lines.append(f"  {around}: {w.lost} writes over {w.window_ms / 1000:.2f} s")
+        return lines
 
 
 def _format_op(op: Op, start_ns: int) -> str:
@@ -286,7 +317,12 @@ def _pair(history: Sequence[Op]) -> tuple[list[_ClientOp], list[OpRef]]:
     return client_ops, events
 
 
-def check(history: Sequence[Op], replicas: Sequence[ReplicaSnapshot]) -> Report:
+def check(
+    history: Sequence[Op],
+    replicas: Sequence[ReplicaSnapshot],
+    *,
+    acknowledged_loss_allowed: bool = False,
+) -> Report:
     """Check a history against the replicas' final state (see the module docstring)."""
     client_ops, events = _pair(history)
     sends = [c for c in client_ops if c.invoke.op.f == SEND]
@@ -303,7 +339,49 @@ def check(history: Sequence[Op], replicas: Sequence[ReplicaSnapshot]) -> Report:
             )
         sends_by_value[value] = send
 
-    # Where each value is stored (any replica), and what each position holds, per source.
+    stored_positions, polled_positions, polls_by_value = _positions(replicas, polls)
+
+    anomalies: list[Anomaly] = []
+    vanished = _vanished(sends_by_value, stored_positions, polls_by_value)
+    counted = vanished if acknowledged_loss_allowed else {}
+    anomalies += [a for value, a in vanished.items() if value not in counted]
+    anomalies += _misplaced(sends_by_value, stored_positions)
+    anomalies += _unexpected(sends_by_value, stored_positions, polled_positions, polls_by_value)
+    anomalies += _duplicates(replicas, polled_positions, sends_by_value, polls_by_value)
+    anomalies += _inconsistent_offsets(replicas, polls, forgiven=set(counted))
+    order_anomalies, commits_lost = _poll_order(history, client_ops, acknowledged_loss_allowed)
+    anomalies += order_anomalies
+    anomalies += _multiple_leaders(events)
+    anomalies += _disagreeing_logs(replicas)
+    recoveries = _recoveries(events, sends)
+
+    unseen = tuple(
+        value
+        for value, send in sends_by_value.items()
+        if send.outcome == "info"
+        and value not in stored_positions
+        and value not in polled_positions
+    )
+    counts = _counts(sends, polls, commits, events, replicas, len(unseen), len(stored_positions))
+    if acknowledged_loss_allowed:
+        counts["acked-lost"] = len(counted)
+        counts["commits-lost"] = commits_lost
+    lost_ack_ns = {value: anomaly.ops[-1].op.time_ns for value, anomaly in counted.items()}
+    return Report(
+        anomalies=tuple(anomalies),
+        counts=counts,
+        recoveries=tuple(recoveries),
+        unseen=unseen,
+        start_ns=history[0].time_ns if history else 0,
+        losses=tuple(loss_windows(lost_ack_ns, recoveries)),
+    )
+
+
+def _positions(
+    replicas: Sequence[ReplicaSnapshot], polls: Sequence[_ClientOp]
+) -> tuple[dict[str, set[_Position]], dict[str, set[_Position]], dict[str, list[OpRef]]]:
+    """Where each value is stored (on any replica), where consumers received it, and the
+    polls that received it."""
     stored_positions: dict[str, set[_Position]] = defaultdict(set)
     for replica in replicas:
         for (topic, queue_id), entries in replica.queues.items():
@@ -318,31 +396,7 @@ def check(history: Sequence[Op], replicas: Sequence[ReplicaSnapshot]) -> Report:
         for offset, value in poll_value.messages:
             polled_positions[value].add((poll_value.topic, poll_value.queue_id, offset))
             polls_by_value[value].append(poll.completion)
-
-    anomalies: list[Anomaly] = []
-    anomalies += _lost_writes(sends_by_value, stored_positions, polls_by_value)
-    anomalies += _unexpected(sends_by_value, stored_positions, polled_positions, polls_by_value)
-    anomalies += _duplicates(replicas, polled_positions, sends_by_value, polls_by_value)
-    anomalies += _inconsistent_offsets(replicas, polls)
-    anomalies += _poll_order(history, client_ops)
-    anomalies += _multiple_leaders(events)
-    anomalies += _disagreeing_logs(replicas)
-
-    unseen = tuple(
-        value
-        for value, send in sends_by_value.items()
-        if send.outcome == "info"
-        and value not in stored_positions
-        and value not in polled_positions
-    )
-    counts = _counts(sends, polls, commits, events, replicas, len(unseen), len(stored_positions))
-    return Report(
-        anomalies=tuple(anomalies),
-        counts=counts,
-        recoveries=tuple(_recoveries(events, sends)),
-        unseen=unseen,
-        start_ns=history[0].time_ns if history else 0,
-    )
+    return stored_positions, polled_positions, polls_by_value
 
 
 def _counts(
@@ -398,46 +452,62 @@ def _format_positions(positions: Iterable[_Position]) -> str:
     return ", ".join(_format_position(p) for p in sorted(positions))
 
 
-def _lost_writes(
+def _acknowledged_position(send: _ClientOp) -> _Position:
+    assert send.completion is not None
+    acked = _send_value(send.completion.op)
+    if acked.queue_id is None or acked.queue_offset is None:
+        raise MalformedHistoryError(
+            f"op #{send.completion.index}: an ok send needs its queue_id and queue_offset"
+        )
+    return (acked.topic, acked.queue_id, acked.queue_offset)
+
+
+def _vanished(
     sends_by_value: Mapping[str, _ClientOp],
     stored_positions: Mapping[str, set[_Position]],
     polls_by_value: Mapping[str, list[OpRef]],
-) -> list[Anomaly]:
-    anomalies: list[Anomaly] = []
+) -> dict[str, Anomaly]:
+    """Acknowledged values on no replica, each with its lost-write anomaly (whose last op is
+    when it was acknowledged: the ok completion, or the first poll that received it)."""
+    vanished: dict[str, Anomaly] = {}
     for value, send in sends_by_value.items():
         if send.outcome != "ok" or send.completion is None:
             continue
-        acked = _send_value(send.completion.op)
-        if acked.queue_id is None or acked.queue_offset is None:
-            raise MalformedHistoryError(
-                f"op #{send.completion.index}: an ok send needs its queue_id and queue_offset"
-            )
-        position = (acked.topic, acked.queue_id, acked.queue_offset)
-        found = stored_positions.get(value, set())
-        if not found:
+        position = _acknowledged_position(send)
+        if value not in stored_positions:
             details = f"{value!r} acknowledged at {_format_position(position)}, on no replica"
-        elif position not in found:
+            vanished[value] = Anomaly(LOST_WRITE, details, send.refs())
+    # A consumer only ever receives committed messages, so a received value counts as
+    # acknowledged even when its send's outcome was unknown.
+    for value, poll_refs in polls_by_value.items():
+        if value in stored_positions or value in vanished:
+            continue
+        send_or_none = sends_by_value.get(value)
+        send_refs = () if send_or_none is None else send_or_none.refs()
+        vanished[value] = Anomaly(
+            LOST_WRITE,
+            f"{value!r} was received by a consumer, but is on no replica",
+            (*send_refs, poll_refs[0]),
+        )
+    return vanished
+
+
+def _misplaced(
+    sends_by_value: Mapping[str, _ClientOp], stored_positions: Mapping[str, set[_Position]]
+) -> list[Anomaly]:
+    """Acknowledged values stored, but not at the position their acknowledgement named."""
+    anomalies: list[Anomaly] = []
+    for value, send in sends_by_value.items():
+        found = stored_positions.get(value)
+        if send.outcome != "ok" or send.completion is None or not found:
+            continue
+        position = _acknowledged_position(send)
+        if position not in found:
             details = (
                 f"{value!r} acknowledged at {_format_position(position)}, stored only at "
                 f"{_format_positions(found)}"
             )
-        else:
-            continue
-        anomalies.append(Anomaly(LOST_WRITE, details, send.refs()))
-    # A consumer only ever receives committed messages, so a received value counts as
-    # acknowledged even when its send's outcome was unknown.
-    for value, poll_refs in polls_by_value.items():
-        send_or_none = sends_by_value.get(value)
-        if value in stored_positions or (send_or_none is not None and send_or_none.outcome == "ok"):
-            continue
-        send_refs = () if send_or_none is None else send_or_none.refs()
-        anomalies.append(
-            Anomaly(
-                LOST_WRITE,
-                f"{value!r} was received by a consumer, but is on no replica",
-                (*send_refs, poll_refs[0]),
-            )
-        )
+            anomalies.append(Anomaly(LOST_WRITE, details, send.refs()))
     return anomalies
 
 
@@ -508,8 +578,13 @@ def _offset_ranges(offsets: Iterable[int]) -> str:
 
 
 def _inconsistent_offsets(
-    replicas: Sequence[ReplicaSnapshot], polls: Sequence[_ClientOp]
+    replicas: Sequence[ReplicaSnapshot],
+    polls: Sequence[_ClientOp],
+    forgiven: Collection[str] = (),
 ) -> list[Anomaly]:
+    """Dense offsets per replica, one value per position. A position where a ``forgiven``
+    value (a counted loss) was received and another value is stored now is the loss seen from
+    the consumer's side, not another anomaly."""
     anomalies: list[Anomaly] = []
     # Dense: each replica's queue holds every offset between its first and last, once.
     for replica in replicas:
@@ -549,7 +624,7 @@ def _inconsistent_offsets(
             poll_refs[position].append(poll.completion)
     for position in sorted(holders):
         by_value = holders[position]
-        if len(by_value) > 1:
+        if len(set(by_value).difference(forgiven)) > 1:
             held = "; ".join(
                 f"{value!r} on {', '.join(dict.fromkeys(sources))}"
                 for value, sources in sorted(by_value.items())
@@ -564,12 +639,17 @@ def _inconsistent_offsets(
     return anomalies
 
 
-def _poll_order(history: Sequence[Op], client_ops: Sequence[_ClientOp]) -> list[Anomaly]:
-    """Walk the history in order, following each group's position on each queue."""
+def _poll_order(
+    history: Sequence[Op], client_ops: Sequence[_ClientOp], commits_may_be_lost: bool = False
+) -> tuple[list[Anomaly], int]:
+    """Walk the history in order, following each group's position on each queue. Returns the
+    anomalies and, with ``commits_may_be_lost``, how many polls went below a committed offset
+    (counted as lost commits instead of reported)."""
     by_completion = {c.completion.index: c for c in client_ops if c.completion is not None}
     by_invoke = {c.invoke.index: c for c in client_ops}
     groups: dict[tuple[str, QueueKey], _GroupQueue] = defaultdict(_GroupQueue)
     anomalies: list[Anomaly] = []
+    commits_lost = 0
     for index, op in enumerate(history):
         if op.f == POLL and op.type == "invoke":
             # Only commits acknowledged before the poll began bind it: a commit that
@@ -584,13 +664,20 @@ def _poll_order(history: Sequence[Op], client_ops: Sequence[_ClientOp]) -> list[
                 state.committed = op.value.queue_offset
         elif op.f == POLL and op.type == "ok":
             poll = by_completion[index]
-            anomalies += _check_poll(poll, _poll_value(op), groups)
-    return anomalies
+            found, below_floor = _check_poll(poll, _poll_value(op), groups, commits_may_be_lost)
+            anomalies += found
+            commits_lost += below_floor
+    return anomalies, commits_lost
 
 
 def _check_poll(
-    poll: _ClientOp, polled: PollValue, groups: dict[tuple[str, QueueKey], _GroupQueue]
-) -> list[Anomaly]:
+    poll: _ClientOp,
+    polled: PollValue,
+    groups: dict[tuple[str, QueueKey], _GroupQueue],
+    commits_may_be_lost: bool,
+) -> tuple[list[Anomaly], int]:
+    """The poll's anomalies, and 1 when it went below a committed offset that may have been
+    lost (``commits_may_be_lost``: then it is counted, not reported), else 0."""
     state = groups[(polled.group, (polled.topic, polled.queue_id))]
     floor = poll.committed_floor
     offsets = [offset for offset, _ in polled.messages]
@@ -599,7 +686,7 @@ def _check_poll(
 
     backwards: list[str] = []
     below_floor = [o for o in offsets if floor is not None and o < floor]
-    if below_floor:
+    if below_floor and not commits_may_be_lost:
         backwards.append(f"received {_offset_ranges(below_floor)} below committed offset {floor}")
     if any(later <= earlier for earlier, later in itertools.pairwise(offsets)):
         backwards.append(f"offsets out of order in one poll: {offsets}")
@@ -633,7 +720,7 @@ def _check_poll(
                 poll.refs(),
             )
         )
-    return anomalies
+    return anomalies, int(bool(below_floor) and commits_may_be_lost)
 
 
 def _multiple_leaders(events: Sequence[OpRef]) -> list[Anomaly]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,12 @@ class RunConfig:
     target: str = "local"  # "local" (node processes) or "containers" (Docker)
     image: str = "raftlog:dev"  # the node image, for the containers target
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+
+    @property
+    def acknowledged_loss_allowed(self) -> bool:
+        """An ASYNC_MASTER acknowledges before replicating: the checker counts what a
+        failover takes back instead of reporting it."""
+        return self.replication == "master-slave" and self.master_role == "ASYNC_MASTER"
 
 
 @dataclass
@@ -186,6 +192,20 @@ def make_target(config: RunConfig, data_dir: Path) -> Target:
     )
 
 
+def _refuse_unsupported(kinds: Sequence[str], target: Target) -> None:
+    """RunError for a fault kind the target cannot apply, before anything starts."""
+    if any(k in PARTITION_KINDS for k in kinds) and not target.supports_partitions:
+        raise RunError(f"the {target.name} target cannot partition; leave out 'partition'")
+    if PARTITION_LEADER_CONTROLLER in kinds and not target.controller_ids:
+        raise RunError(
+            f"the {target.name} target has no controller to partition from; 'controller' "
+            "needs --replication master-slave under a controller (not --static) and a "
+            "target that can partition"
+        )
+    if LATENCY_LEADER in kinds and not target.supports_latency:
+        raise RunError(f"the {target.name} target cannot slow links; leave out 'latency'")
+
+
 def run(
     config: RunConfig, *, out: Callable[[str], None] = print, target: Target | None = None
 ) -> RunResult:
@@ -198,16 +218,7 @@ def run(
     history_path = data_dir / HISTORY_FILE
     replicas_path = data_dir / REPLICAS_FILE
     target = target if target is not None else make_target(config, data_dir)
-    if any(k in PARTITION_KINDS for k in kinds) and not target.supports_partitions:
-        raise RunError(f"the {target.name} target cannot partition; leave out 'partition'")
-    if PARTITION_LEADER_CONTROLLER in kinds and not target.controller_ids:
-        raise RunError(
-            f"the {target.name} target has no controller to partition from; 'controller' "
-            "needs --replication master-slave under a controller (not --static) and a "
-            "target that can partition"
-        )
-    if LATENCY_LEADER in kinds and not target.supports_latency:
-        raise RunError(f"the {target.name} target cannot slow links; leave out 'latency'")
+    _refuse_unsupported(kinds, target)
     schedule = plan(config.seed, config.duration_s, config.faults, target.node_ids())
     out(describe(schedule, config.seed))
     out(f"data: {data_dir}")
@@ -246,7 +257,11 @@ def run(
         recorder.close()
         target.close()
     replicas_path.write_text(dumps_replicas(replicas), encoding="utf-8")
-    report = check(read_history(history_path), replicas)
+    report = check(
+        read_history(history_path),
+        replicas,
+        acknowledged_loss_allowed=config.acknowledged_loss_allowed,
+    )
     return RunResult(
         config=config,
         report=report,

@@ -1,10 +1,11 @@
 """The summary of a chaos soak: many ``raftlog chaos run --json`` files read back, one table
 (`raftlog chaos summarize FILE...`, `make chaos-soak-ms`).
 
-Per run: valid or not, its anomalies, its sends. Over all runs: how many were valid, and the
-failover figure: for every fault that killed the leader (the Raft leader, or the master), the
-time from the kill to the first write acknowledged after it (the checker's ``recovery_ms``);
-its median and maximum.
+Per run: valid or not, its anomalies, its sends, and (an ASYNC_MASTER run) the acknowledged
+writes a failover took back, counted, with the longest window. Over all runs: how many were
+valid, the counted loss, and the failover figure: for every fault that killed the leader (the
+Raft leader, or the master), the time from the kill to the first write acknowledged after it
+(the checker's ``recovery_ms``); its median and maximum.
 
 Rules this module keeps: pure (reads the JSON it is given, nothing else); a run's faults are
 paired with its recoveries in schedule order, by kind.
@@ -28,6 +29,8 @@ class RunSummary:
     anomalies: int
     sends_ok: int
     leader_kill_recoveries_ms: tuple[float, ...]
+    acked_lost: int = 0
+    longest_loss_window_ms: float = 0.0
 
 
 def summarize_run(path: Path) -> RunSummary:
@@ -40,6 +43,7 @@ def summarize_run(path: Path) -> RunSummary:
         if killed_leader and recovered.get("recovery_ms") is not None:
             leader_kills.append(float(recovered["recovery_ms"]))
     counts = report.get("counts", {})
+    windows = [float(w["window_ms"]) for w in report.get("losses", [])]
     return RunSummary(
         path=str(path),
         seed=int(document.get("seed", 0)),
@@ -47,18 +51,23 @@ def summarize_run(path: Path) -> RunSummary:
         anomalies=len(report.get("anomalies", [])),
         sends_ok=int(counts.get("sends-ok", 0)),
         leader_kill_recoveries_ms=tuple(leader_kills),
+        acked_lost=int(counts.get("acked-lost", 0)),
+        longest_loss_window_ms=max(windows, default=0.0),
     )
 
 
 def render(summaries: Sequence[RunSummary]) -> str:
     lines = [
-        "| seed | valid | anomalies | sends ok | leader kill -> first ack (ms) |",
-        "|---|---|---|---|---|",
+        "| seed | valid | anomalies | sends ok | acked, then lost (longest window) "
+        "| leader kill -> first ack (ms) |",
+        "|---|---|---|---|---|---|",
     ]
-    for s in summaries:
+    for s in sorted(summaries, key=lambda summary: summary.seed):
         kills = ", ".join(f"{ms:.0f}" for ms in s.leader_kill_recoveries_ms) or "-"
+        lost = f"{s.acked_lost} ({s.longest_loss_window_ms / 1000:.2f} s)" if s.acked_lost else "0"
         lines.append(
-            f"| {s.seed} | {'yes' if s.valid else 'NO'} | {s.anomalies} | {s.sends_ok} | {kills} |"
+            f"| {s.seed} | {'yes' if s.valid else 'NO'} | {s.anomalies} | {s.sends_ok} | {lost} "
+            f"| {kills} |"
         )
     failovers = [ms for s in summaries for ms in s.leader_kill_recoveries_ms]
     valid = sum(s.valid for s in summaries)
@@ -66,6 +75,13 @@ def render(summaries: Sequence[RunSummary]) -> str:
     lines.append(
         f"runs: {len(summaries)}, valid: {valid}, anomalies: {sum(s.anomalies for s in summaries)}"
     )
+    lost_total = sum(s.acked_lost for s in summaries)
+    if lost_total:
+        longest_s = max(s.longest_loss_window_ms for s in summaries) / 1000
+        lines.append(
+            f"acknowledged, then lost (counted, ASYNC_MASTER): {lost_total} writes in "
+            f"{sum(1 for s in summaries if s.acked_lost)} runs, longest window {longest_s:.2f} s"
+        )
     if failovers:
         lines.append(
             f"failover (leader killed -> first acknowledged write): median "

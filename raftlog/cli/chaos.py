@@ -75,6 +75,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check = actions.add_parser("check", help="check a stored history and replicas again")
     check.add_argument("history", type=Path, help="history.jsonl of a run")
     check.add_argument("replicas", type=Path, help="replicas.jsonl of the same run")
+    check.add_argument(
+        "--async-master",
+        action="store_true",
+        help="the run was an ASYNC_MASTER group's: count acknowledged writes a failover took "
+        "back (with their windows) instead of reporting them as anomalies",
+    )
     check.add_argument("--json", type=Path, help="write the report here as JSON")
     check.add_argument(
         "--png",
@@ -153,7 +159,9 @@ def _check(args: argparse.Namespace) -> int:
 
     _require_matplotlib(args.png)
     report = check(
-        read_history(args.history), loads_replicas(args.replicas.read_text(encoding="utf-8"))
+        read_history(args.history),
+        loads_replicas(args.replicas.read_text(encoding="utf-8")),
+        acknowledged_loss_allowed=args.async_master,
     )
     print(report.render())
     if args.json is not None:

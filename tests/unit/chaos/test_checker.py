@@ -216,6 +216,67 @@ def test_lost_write_when_a_consumed_value_vanishes() -> None:
     assert len(report.anomalies) == 1
 
 
+# --- counted loss (an ASYNC_MASTER group) ------------------------------------------------------
+
+
+def test_an_async_master_loss_is_counted_with_its_window_not_reported() -> None:
+    h = Builder(step_ns=100 * MS_NS)
+    h.send("a", 0)
+    h.send("b", 1)  # acknowledged at +0.4 s
+    h.poll("g", [(0, "a"), (1, "b")])
+    h.commit("g", 2)
+    h.send("c", 2)  # acknowledged at +1.0 s, then the master is killed
+    h.fault(FAULT_START, "kill", "n1")  # +1.1 s
+    h.fault(FAULT_END, "kill", "n1")
+    h.send("d", 1)  # the new master reuses the offsets the old one lost
+    h.poll("g", [(1, "d")])  # the commit of offset 2 was lost too: a re-delivery
+    stored = replicas([(0, "a"), (1, "d")])
+    strict = check(h.ops, stored)
+    assert set(strict.kinds()) == {LOST_WRITE, INCONSISTENT_OFFSETS, NONMONOTONIC_POLL}
+    report = check(h.ops, stored, acknowledged_loss_allowed=True)
+    assert report.valid, report.render()
+    assert report.counts["acked-lost"] == 2 and report.counts["commits-lost"] == 1
+    (window,) = report.losses
+    assert (window.fault, window.targets, window.lost) == ("kill", ("n1",), 2)
+    assert window.window_ms == pytest.approx(700.0)  # from b's acknowledgement to the kill
+    assert "2 writes over 0.70 s" in report.render()
+    assert report.to_dict()["losses"][0]["lost"] == 2
+
+
+def test_a_cut_off_master_acknowledging_into_the_void_is_one_window() -> None:
+    h = Builder(step_ns=100 * MS_NS)
+    h.send("a", 0)
+    h.fault(FAULT_START, "partition-isolate-leader", "n1")  # +0.3 s
+    h.send("b", 1)
+    h.send("c", 2)  # acknowledged at +0.7 s by the cut-off master
+    h.fault(FAULT_END, "partition-isolate-leader", "n1")
+    h.send("d", 3)  # lost with no fault after it
+    report = check(h.ops, replicas([(0, "a")]), acknowledged_loss_allowed=True)
+    assert report.valid, report.render()
+    first, last = report.losses
+    assert (first.fault, first.lost, first.window_ms) == ("partition-isolate-leader", 2, 400.0)
+    assert (last.fault, last.lost, last.window_ms) == (None, 1, 0.0)
+
+
+def test_counted_loss_still_reports_a_write_stored_elsewhere() -> None:
+    h = Builder()
+    h.send("a", 0, queue_id=1)
+    report = check(h.ops, replicas([(0, "a")]), acknowledged_loss_allowed=True)
+    only(report, LOST_WRITE)
+    assert report.counts["acked-lost"] == 0
+
+
+def test_counted_loss_still_reports_two_stored_values_at_one_offset() -> None:
+    h = Builder()
+    h.send("a", 0)
+    stored = [
+        ReplicaSnapshot("n1", {(TOPIC, 0): ((0, "a"),)}, "d" * 64, 1000),
+        ReplicaSnapshot("n2", {(TOPIC, 0): ((0, "b"),)}, "d" * 64, 1000),
+    ]
+    report = check(h.ops, stored, acknowledged_loss_allowed=True)
+    assert INCONSISTENT_OFFSETS in report.kinds()
+
+
 def test_duplicate_value_on_a_replica() -> None:
     h = Builder()
     h.send("a", 0)

@@ -39,3 +39,17 @@ def test_failover_is_the_leader_kills_only(tmp_path: Path) -> None:
     table = render([first, second])
     assert "runs: 2, valid: 1, anomalies: 1" in table
     assert "median 2.00 s, max 2.20 s, over 2 kills" in table
+
+
+def test_counted_loss_is_summed_with_the_longest_window(tmp_path: Path) -> None:
+    path = _run(tmp_path / "3.json", 3, True, [], [])
+    document = json.loads(path.read_text())
+    document["report"]["counts"]["acked-lost"] = 7
+    document["report"]["losses"] = [{"window_ms": 120.0}, {"window_ms": 430.0}]
+    path.write_text(json.dumps(document))
+    lossy = summarize_run(path)
+    clean = summarize_run(_run(tmp_path / "4.json", 4, True, [], []))
+    assert (lossy.acked_lost, lossy.longest_loss_window_ms) == (7, 430.0)
+    table = render([lossy, clean])
+    assert "| 3 | yes | 0 | 100 | 7 (0.43 s) | - |" in table
+    assert "7 writes in 1 runs, longest window 0.43 s" in table
