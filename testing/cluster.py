@@ -44,6 +44,7 @@ from raftlog.client import (
     Producer,
     RaftlogError,
 )
+from raftlog.testing.container_controllers import ContainerControllers
 from raftlog.testing.docker_objects import (  # first: it configures testcontainers
     LABEL_OWNER,
     LABEL_RUN,
@@ -102,7 +103,9 @@ class RaftlogCluster:
     present). ``nodes``: how many (3). ``env``: extra ``RAFTLOG_*`` settings for every node
     (e.g. ``{"RAFTLOG_DURABILITY": "write"}``). ``bind_host``: where the ports are published.
     ``replication="master-slave"`` makes n1 the master (``master_role``) and the other nodes
-    its slaves, as ``raftlog cluster up --replication master-slave`` does.
+    its slaves (static mode); with ``controlled`` too, three controller members run in
+    containers beside the brokers (container_controllers.py) and elect the master, as
+    ``raftlog cluster up --replication master-slave`` does.
     """
 
     def __init__(
@@ -115,10 +118,15 @@ class RaftlogCluster:
         start_timeout_s: float = 120.0,
         replication: str = "raft",
         master_role: str = "SYNC_MASTER",
+        controlled: bool = False,
     ) -> None:
+        if controlled and replication != "master-slave":
+            raise ValueError("controlled: only a master-slave group has a controller")
         self.image = image
         self.replication = replication
         self.master_role = master_role
+        self.controlled = controlled
+        self.controllers: ContainerControllers | None = None
         self.run_id = str(uuid.uuid4())
         self.bind_host = bind_host
         self.start_timeout_s = start_timeout_s
@@ -154,6 +162,11 @@ class RaftlogCluster:
         ).create()
         peers = ",".join(f"{n}={n}:{NODE_PORT}" for n in self._node_ids)
         short = self.run_id[:8]
+        if self.controlled:
+            self.controllers = ContainerControllers(
+                self.image, self._network, self.labels, f"raftlog-test-{short}"
+            )
+            self.controllers.start(client, self.start_timeout_s)
         for node_id in self._node_ids:
             volume = f"raftlog-test-{short}-{node_id}"
             client.volumes.create(name=volume, labels=self.labels)
@@ -189,13 +202,20 @@ class RaftlogCluster:
         if self.replication != "master-slave":
             return {}
         master = f"{self._node_ids[0]}:{NODE_PORT}"
-        settings = master_slave_settings(self._node_ids, node_id, self.master_role, master)
+        settings = master_slave_settings(
+            self._node_ids,
+            node_id,
+            self.master_role,
+            master,
+            None if self.controllers is None else self.controllers.addresses,
+        )
         return {f"RAFTLOG_{name.upper()}": value for name, value in settings.items()}
 
     def close(self) -> None:
         """Remove every container, the network and every volume of this run."""
         remove_by_label(self.run_id)
         self.nodes.clear()
+        self.controllers = None
         self._network = None
 
     def __enter__(self) -> RaftlogCluster:
