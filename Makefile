@@ -72,12 +72,16 @@ sim-soak: $(STAMP)
 	SIM_SEEDS=10000 $(VENV)/bin/pytest -q tests/sim
 
 ## make chaos-soak-ms: 20 seeded 2-minute chaos runs of a SYNC_MASTER group under its controller
-## (kill, pause, partitions, controller partitions), then one table: valid runs, anomalies, failover median (about 45 min).
+## (kill, pause, partitions, controller partitions), then one table: valid runs, anomalies,
+## counted loss, failover median (about 45 min). CHAOS_SOAK_ROLE=async soaks an ASYNC_MASTER
+## group (its lost acknowledgements counted, with their windows); CHAOS_SOAK_SEEDS=n runs 1..n.
 CHAOS_SOAK_DIR ?= ./data/chaos-soak-ms
+CHAOS_SOAK_ROLE ?= sync
+CHAOS_SOAK_SEEDS ?= 20
 chaos-soak-ms: $(STAMP)
 	rm -rf $(CHAOS_SOAK_DIR) && mkdir -p $(CHAOS_SOAK_DIR)
-	for seed in $$(seq 1 20); do \
-	  $(RAFTLOG) chaos run --replication master-slave --role sync --duration 120 \
+	for seed in $$(seq 1 $(CHAOS_SOAK_SEEDS)); do \
+	  $(RAFTLOG) chaos run --replication master-slave --role $(CHAOS_SOAK_ROLE) --duration 120 \
 	    --faults kill,pause,partition,controller --seed $$seed --data-dir $(CHAOS_SOAK_DIR)/run-$$seed \
 	    --json $(CHAOS_SOAK_DIR)/run-$$seed.json > $(CHAOS_SOAK_DIR)/run-$$seed.log 2>&1; \
 	done

@@ -128,6 +128,17 @@ class MasterState:
                 }
             )
 
+    def election_safe(self, end_offset: int) -> bool:
+        """Whether no election can take back the log up to ``end_offset``: in static mode
+        (no elections), for an ASYNC_MASTER (its contract allows the loss), or once every
+        slave of the in-sync set the controller holds has it (the next master comes from
+        that set), even when the set is smaller than ``min_in_sync_replicas``."""
+        with self._changed:
+            agreed = self._agreed
+            if agreed is None or not self._synchronous:
+                return True
+            return all(self._in_sync.acked(n) >= end_offset for n in agreed if n != self._self_id)
+
     def _can_confirm(self, master_end: int, now_ms: int) -> bool:
         if self._agreed is not None:
             return len(self._agreed) >= self._in_sync.needed

@@ -10,9 +10,12 @@ Rules this module keeps:
   FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE all mean "stored on the master"; the latter two
   say it is not (yet) on enough slaves. None of them is reported as a failure.
 - Topics and consumer offsets travel as control records in the same CommitLog stream (so a
-  slave has them in log order), and are applied on the master once written.
-- The idempotent producer (producer_id + sequence) is deduplicated by the running master
-  (sequences.py): exactly once while the master runs, at least once across its restart.
+  slave has them in log order), and are applied on the master once written. Their calls
+  have no status to carry "not replicated", so a SYNC_MASTER whose record is neither
+  confirmed nor held by its whole in-sync set (so an election could take it back) answers
+  UnknownOutcomeError (the caller retries), never success.
+- The idempotent producer (producer_id + sequence) is deduplicated by the master from the
+  markers its log holds (sequences.py), across restarts and failovers.
 - One writer at a time: the master's store serialises writes itself.
 """
 
@@ -31,8 +34,8 @@ from raftlog.node.control import (
     apply_to_store,
     control_message,
 )
-from raftlog.node.errors import InvalidRequestError, NotLeaderError
-from raftlog.node.masterslave.master_state import MasterState
+from raftlog.node.errors import InvalidRequestError, NotLeaderError, UnknownOutcomeError
+from raftlog.node.masterslave.master_state import SEND_OK, MasterState
 from raftlog.node.masterslave.roles import RoleHolder
 from raftlog.node.masterslave.sequences import ProducerSequences
 from raftlog.node.write_checks import (
@@ -166,9 +169,9 @@ class MasterSlaveWritePath:
         log = self._store.commit_log
         first = results[0].physical_offset
         head = log.read(first, min(_RECORD_HEAD_BYTES, log.max_offset - first))
-        last = results[-1].physical_offset
-        end = last + int.from_bytes(log.read(last, 4), "big")
-        status = master.wait_replicated(end, min(timeout_s, self._settings.sync_timeout_s))
+        status = master.wait_replicated(
+            self._end_of(results), min(timeout_s, self._settings.sync_timeout_s)
+        )
         return ProduceOutcome(
             results=results,
             queue_ids=queue_ids,
@@ -179,13 +182,24 @@ class MasterSlaveWritePath:
             replication_status=status,
         )
 
+    def _end_of(self, results: list[PutResult]) -> int:
+        """Where the last of ``results``' records ends in the CommitLog."""
+        last = results[-1].physical_offset
+        return last + int.from_bytes(self._store.commit_log.read(last, 4), "big")
+
     def _control(self, command: ControlCommand, timeout_s: float) -> str:
         """Write ``command`` as a control record, apply it here, wait like a produce."""
         master = self._require_master()
         assert isinstance(command, CreateTopic | CommitOffsets)
         results = self._store.put_messages([control_message(command)])
         apply_to_store(self._store, command)
-        return self._outcome(master, results, [0], timeout_s).replication_status
+        status = self._outcome(master, results, [0], timeout_s).replication_status
+        if status != SEND_OK and not master.election_safe(self._end_of(results)):
+            raise UnknownOutcomeError(
+                f"{type(command).__name__} is stored on the master but not on enough in-sync "
+                f"slaves ({status}): a failover may take it back; retry it"
+            )
+        return status
 
     def commit_offsets(
         self, group: str, offsets: Sequence[tuple[str, int, int]], *, timeout_s: float

@@ -90,3 +90,16 @@ def test_the_in_sync_set_a_master_proposes() -> None:
         state.slave_reported("s1", 1000, sent_end_offset=1000, sent_at_ms=0)
         state.slave_reported("s2", 990, sent_end_offset=990, sent_at_ms=0)
         assert state.proposed_in_sync("m") == expected
+
+
+def test_a_record_is_election_safe_once_the_whole_in_sync_set_holds_it() -> None:
+    static = MasterState(InSyncSet(2, 10_000, 10_000), lambda: 1000, synchronous=True)
+    assert static.election_safe(1000)  # no controller, no election
+    state = MasterState(InSyncSet(3, 10_000, 10_000), lambda: 1000, synchronous=True)
+    state.set_agreed("m", frozenset({"m"}))
+    assert state.election_safe(1000)  # only the master itself could be elected
+    state.set_agreed("m", frozenset({"m", "s1"}))
+    state.slave_reported("s1", 900, sent_end_offset=900, sent_at_ms=state.now_ms())
+    assert not state.election_safe(1000)  # s1 could be elected without it
+    state.slave_reported("s1", 1000, sent_end_offset=1000, sent_at_ms=state.now_ms())
+    assert state.election_safe(1000)  # though fewer than min_in_sync_replicas (3) hold it
