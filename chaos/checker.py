@@ -342,10 +342,11 @@ def check(
     stored_positions, polled_positions, polls_by_value = _positions(replicas, polls)
 
     anomalies: list[Anomaly] = []
-    vanished = _vanished(sends_by_value, stored_positions, polls_by_value)
+    vanished, misplaced = _lost_writes(sends_by_value, stored_positions, polls_by_value)
     counted = vanished if acknowledged_loss_allowed else {}
-    anomalies += [a for value, a in vanished.items() if value not in counted]
-    anomalies += _misplaced(sends_by_value, stored_positions)
+    if not acknowledged_loss_allowed:
+        anomalies += vanished.values()
+    anomalies += misplaced
     anomalies += _unexpected(sends_by_value, stored_positions, polled_positions, polls_by_value)
     anomalies += _duplicates(replicas, polled_positions, sends_by_value, polls_by_value)
     anomalies += _inconsistent_offsets(replicas, polls, forgiven=set(counted))
@@ -452,31 +453,35 @@ def _format_positions(positions: Iterable[_Position]) -> str:
     return ", ".join(_format_position(p) for p in sorted(positions))
 
 
-def _acknowledged_position(send: _ClientOp) -> _Position:
-    assert send.completion is not None
-    acked = _send_value(send.completion.op)
-    if acked.queue_id is None or acked.queue_offset is None:
-        raise MalformedHistoryError(
-            f"op #{send.completion.index}: an ok send needs its queue_id and queue_offset"
-        )
-    return (acked.topic, acked.queue_id, acked.queue_offset)
-
-
-def _vanished(
+def _lost_writes(
     sends_by_value: Mapping[str, _ClientOp],
     stored_positions: Mapping[str, set[_Position]],
     polls_by_value: Mapping[str, list[OpRef]],
-) -> dict[str, Anomaly]:
-    """Acknowledged values on no replica, each with its lost-write anomaly (whose last op is
-    when it was acknowledged: the ok completion, or the first poll that received it)."""
+) -> tuple[dict[str, Anomaly], list[Anomaly]]:
+    """Acknowledged values on no replica ("vanished": value -> its lost-write anomaly, whose
+    last op is when it was acknowledged: the ok completion, or the first poll that received
+    it), and acknowledged values stored only at other positions than acknowledged."""
     vanished: dict[str, Anomaly] = {}
+    misplaced: list[Anomaly] = []
     for value, send in sends_by_value.items():
         if send.outcome != "ok" or send.completion is None:
             continue
-        position = _acknowledged_position(send)
-        if value not in stored_positions:
+        acked = _send_value(send.completion.op)
+        if acked.queue_id is None or acked.queue_offset is None:
+            raise MalformedHistoryError(
+                f"op #{send.completion.index}: an ok send needs its queue_id and queue_offset"
+            )
+        position = (acked.topic, acked.queue_id, acked.queue_offset)
+        found = stored_positions.get(value)
+        if not found:
             details = f"{value!r} acknowledged at {_format_position(position)}, on no replica"
             vanished[value] = Anomaly(LOST_WRITE, details, send.refs())
+        elif position not in found:
+            details = (
+                f"{value!r} acknowledged at {_format_position(position)}, stored only at "
+                f"{_format_positions(found)}"
+            )
+            misplaced.append(Anomaly(LOST_WRITE, details, send.refs()))
     # A consumer only ever receives committed messages, so a received value counts as
     # acknowledged even when its send's outcome was unknown.
     for value, poll_refs in polls_by_value.items():
@@ -489,26 +494,7 @@ def _vanished(
             f"{value!r} was received by a consumer, but is on no replica",
             (*send_refs, poll_refs[0]),
         )
-    return vanished
-
-
-def _misplaced(
-    sends_by_value: Mapping[str, _ClientOp], stored_positions: Mapping[str, set[_Position]]
-) -> list[Anomaly]:
-    """Acknowledged values stored, but not at the position their acknowledgement named."""
-    anomalies: list[Anomaly] = []
-    for value, send in sends_by_value.items():
-        found = stored_positions.get(value)
-        if send.outcome != "ok" or send.completion is None or not found:
-            continue
-        position = _acknowledged_position(send)
-        if position not in found:
-            details = (
-                f"{value!r} acknowledged at {_format_position(position)}, stored only at "
-                f"{_format_positions(found)}"
-            )
-            anomalies.append(Anomaly(LOST_WRITE, details, send.refs()))
-    return anomalies
+    return vanished, misplaced
 
 
 def _unexpected(

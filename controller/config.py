@@ -27,6 +27,8 @@ def parse_address(value: str, what: str) -> tuple[str, int]:
 
 
 PASSWORD_ENV = "RAFTLOG_CONTROLLER_PASSWORD"
+# A master writes for this long after it sent an answered heartbeat (less its margin).
+DEFAULT_LEASE_MS = 1000
 _WILDCARDS = {"0.0.0.0", "::", ""}
 
 
@@ -52,7 +54,7 @@ class ControllerConfig:
     peers: dict[str, tuple[str, str]] = field(hash=False)
     data_dir: str
     password: str = field(repr=False)
-    lease_ms: int = 1000
+    lease_ms: int = DEFAULT_LEASE_MS
 
     def __post_init__(self) -> None:
         if self.member_id not in self.peers:

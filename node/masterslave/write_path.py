@@ -188,13 +188,16 @@ class MasterSlaveWritePath:
         return last + int.from_bytes(self._store.commit_log.read(last, 4), "big")
 
     def _control(self, command: ControlCommand, timeout_s: float) -> str:
-        """Write ``command`` as a control record, apply it here, wait like a produce."""
+        """Write ``command`` as a control record, apply it here, wait like a produce (its
+        replication status, without a ProduceOutcome's timestamp read)."""
         master = self._require_master()
         assert isinstance(command, CreateTopic | CommitOffsets)
         results = self._store.put_messages([control_message(command)])
         apply_to_store(self._store, command)
-        status = self._outcome(master, results, [0], timeout_s).replication_status
-        if status != SEND_OK and not master.election_safe(self._end_of(results)):
+        self.notify_visible()
+        end = self._end_of(results)
+        status = master.wait_replicated(end, min(timeout_s, self._settings.sync_timeout_s))
+        if status != SEND_OK and not master.election_safe(end):
             raise UnknownOutcomeError(
                 f"{type(command).__name__} is stored on the master but not on enough in-sync "
                 f"slaves ({status}): a failover may take it back; retry it"

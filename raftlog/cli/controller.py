@@ -12,6 +12,7 @@ import argparse
 import os
 
 from raftlog.cli.common import EXIT_OK, UsageError
+from raftlog.controller.config import DEFAULT_LEASE_MS
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +34,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     start.add_argument("--data-dir", required=True, help="pysyncobj's journal and dump")
     start.add_argument("--password-file", help="a file holding the group's password")
-    start.add_argument("--lease-ms", type=int, default=1000, help="masters' lease (default 1000)")
+    start.add_argument(
+        "--lease-ms",
+        type=int,
+        default=DEFAULT_LEASE_MS,
+        help=f"masters' lease (default {DEFAULT_LEASE_MS})",
+    )
     status = actions.add_parser("status", help="a broker group as the controller sees it")
     status.add_argument("--controllers", required=True, help="gRPC host:port,... of the members")
     status.add_argument("--broker-name", default="broker-a", help="default broker-a")
