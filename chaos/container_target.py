@@ -69,6 +69,7 @@ class ContainerTarget:
     supports_partitions = True
     # Latency needs netem, which this kernel lacks, or a proxy between the containers.
     supports_latency = False
+    supports_client_partitions = False
     controller_ids: tuple[str, ...] = ()
 
     def __init__(

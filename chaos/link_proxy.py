@@ -21,7 +21,9 @@ three modes:
 (its own entry stays its real address, as node/config.py requires; the others are proxies).
 It may also hold one proxy from each node to each of a few services the nodes dial but that
 never dial them (a master-slave group's controller members): link "n1->c2" carries n1's calls
-to controller member c2, so a partition can cut a master off from its controller.
+to controller member c2, so a partition can cut a master off from its controller. And it
+holds one proxy from the clients to each node (link "client->n1"): a client that dials through
+:meth:`ProxyMesh.client_address_map` can be cut off from one node while the nodes still talk.
 
 Rules this module keeps: listens on 127.0.0.1 only; never rewrites or reorders bytes (a stream
 is forwarded whole or not at all, so HTTP/2 framing is never corrupted); every wait is at most
@@ -47,6 +49,8 @@ _CHUNK_BYTES = 256 * 1024
 _CONNECT_TIMEOUT_S = 2.0
 _JOIN_TIMEOUT_S = 2.0
 _MAX_DELAY_MS = 10_000
+# The source name of the links that carry the clients' calls to each node.
+CLIENT = "client"
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -213,8 +217,9 @@ class LinkProxy:
 
 
 class ProxyMesh:
-    """One :class:`LinkProxy` per ordered pair of ``addresses`` (node id -> real address), and
-    one from each node to each of ``services`` (service id -> real address)."""
+    """One :class:`LinkProxy` per ordered pair of ``addresses`` (node id -> real address), one
+    from each node to each of ``services`` (service id -> real address), and one from
+    :data:`CLIENT` to each node."""
 
     def __init__(
         self, addresses: Mapping[str, str], services: Mapping[str, str] | None = None
@@ -230,6 +235,10 @@ class ProxyMesh:
                         self.links[(source, destination)] = LinkProxy(
                             f"{source}->{destination}", address, avoid_ports=avoid
                         )
+            for destination, address in self.addresses.items():
+                self.links[(CLIENT, destination)] = LinkProxy(
+                    f"{CLIENT}->{destination}", address, avoid_ports=avoid
+                )
         except BaseException:
             self.close()
             raise
@@ -244,6 +253,18 @@ class ProxyMesh:
     def services_for(self, node_id: str) -> list[str]:
         """The proxies ``node_id`` dials the services through, in ``services`` order."""
         return [self.links[(node_id, service)].address for service in self.services]
+
+    def client_address_map(self) -> dict[str, str]:
+        """For a client's ``Connection(address_map=...)``: every address a client may be told
+        of a node (its real one, or a redirect naming another node's proxy to it) is dialed
+        through that node's client link, so cutting the link cuts the client off."""
+        mapping: dict[str, str] = {}
+        for (source, destination), proxy in self.links.items():
+            if destination in self.addresses and source != CLIENT:
+                mapping[proxy.address] = self.links[(CLIENT, destination)].address
+        for node_id, address in self.addresses.items():
+            mapping[address] = self.links[(CLIENT, node_id)].address
+        return mapping
 
     def block(self, links: Collection[tuple[str, str]], mode: Mode, delay_ms: int = 0) -> None:
         """Put exactly ``links`` in ``mode`` (with ``delay_ms`` for ``delay``) and every other

@@ -75,6 +75,7 @@ class LocalTarget:
         )
         self.start_timeout_s = start_timeout_s
         self.supports_partitions = self.supports_latency = partitions
+        self.supports_client_partitions = partitions
         self.controller_ids: tuple[str, ...] = ()
         self.mesh: ProxyMesh | None = None
         if partitions:
@@ -97,7 +98,9 @@ class LocalTarget:
         return list(self.cluster.nodes)
 
     def connect(self) -> Connection:
-        return Connection(self.cluster.addresses)
+        if self.mesh is None:
+            return Connection(self.cluster.addresses)
+        return Connection(self.cluster.addresses, address_map=self.mesh.client_address_map())
 
     def address_of(self, node_id: str) -> str:
         """The node's real client address."""

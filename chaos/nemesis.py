@@ -14,6 +14,10 @@ Fault kinds (``--faults`` names in brackets):
 * ``partition-leader-controller`` [controller]: cut the master off from its controller
   members only (it still reaches its slaves and clients: the controller elects another while
   the old master must fence itself); needs a target with ``controller_ids``;
+* ``partition-leader-clients`` [clients]: cut the leader (master) off from the clients only
+  (it still reaches its peers and controller, so nobody elects another: the clients must
+  wait it out, their writes in flight an unknown outcome); needs a target whose clients dial
+  through link proxies (the local target with partitions);
 * ``latency-leader`` [latency]: slow every link to and from the leader by a seeded
   20-200 ms (the local target's link proxies; the containers target has no netem).
 
@@ -40,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from raftlog.chaos.history import FAULT_END, FAULT_START, FaultValue, Recorder
+from raftlog.chaos.link_proxy import CLIENT
 from raftlog.chaos.target import Link, Target, TargetError, leader_of, partition_links
 
 KILL = "kill"
@@ -51,9 +56,15 @@ PARTITION_ONE_WAY = "partition-one-way"
 PARTITION_BRIDGE = "partition-bridge"
 PARTITION_KINDS = (PARTITION_HALVES, PARTITION_ISOLATE_LEADER, PARTITION_ONE_WAY, PARTITION_BRIDGE)
 PARTITION_LEADER_CONTROLLER = "partition-leader-controller"
+PARTITION_LEADER_CLIENTS = "partition-leader-clients"
 LATENCY_LEADER = "latency-leader"
 # The kinds that act on links between nodes (the local target needs its proxies for them).
-LINK_KINDS = (*PARTITION_KINDS, PARTITION_LEADER_CONTROLLER, LATENCY_LEADER)
+LINK_KINDS = (
+    *PARTITION_KINDS,
+    PARTITION_LEADER_CONTROLLER,
+    PARTITION_LEADER_CLIENTS,
+    LATENCY_LEADER,
+)
 # What each --faults name expands to.
 FAULT_FAMILIES: dict[str, tuple[str, ...]] = {
     KILL: (KILL,),
@@ -62,6 +73,7 @@ FAULT_FAMILIES: dict[str, tuple[str, ...]] = {
     "partition": PARTITION_KINDS,
     "latency": (LATENCY_LEADER,),
     "controller": (PARTITION_LEADER_CONTROLLER,),
+    "clients": (PARTITION_LEADER_CLIENTS,),
 }
 # A symbolic target resolved when the fault starts.
 LEADER = "leader"
@@ -120,7 +132,12 @@ def _targets(rng: random.Random, kind: str, node_ids: Sequence[str]) -> tuple[st
         return (LEADER,) if rng.random() < 0.5 else (rng.choice(nodes),)
     if kind == ROLLING_RESTART:
         return tuple(nodes)
-    if kind in (PARTITION_ISOLATE_LEADER, PARTITION_LEADER_CONTROLLER, LATENCY_LEADER):
+    if kind in (
+        PARTITION_ISOLATE_LEADER,
+        PARTITION_LEADER_CONTROLLER,
+        PARTITION_LEADER_CLIENTS,
+        LATENCY_LEADER,
+    ):
         return (LEADER,)
     if kind == PARTITION_HALVES:
         rng.shuffle(nodes)
@@ -269,6 +286,9 @@ class Nemesis:
         elif fault.kind == PARTITION_LEADER_CONTROLLER:
             targets = (self._resolve(LEADER),)
             links = {(targets[0], member) for member in self._target.controller_ids}
+        elif fault.kind == PARTITION_LEADER_CLIENTS:
+            targets = (self._resolve(LEADER),)
+            links = {(CLIENT, targets[0])}
         elif fault.kind == PARTITION_HALVES:
             targets = fault.targets
             minority = set(targets)
@@ -311,6 +331,7 @@ class Nemesis:
                 silent = fault.kind in (
                     PARTITION_ISOLATE_LEADER,
                     PARTITION_LEADER_CONTROLLER,
+                    PARTITION_LEADER_CLIENTS,
                     PARTITION_ONE_WAY,
                 )
                 self._target.block(links, silent=silent)

@@ -30,6 +30,7 @@ from raftlog.chaos.local_target import LocalTarget
 from raftlog.chaos.nemesis import (
     LATENCY_LEADER,
     PARTITION_KINDS,
+    PARTITION_LEADER_CLIENTS,
     PARTITION_LEADER_CONTROLLER,
     Nemesis,
     PlannedFault,
@@ -201,6 +202,11 @@ def _refuse_unsupported(kinds: Sequence[str], target: Target) -> None:
             f"the {target.name} target has no controller to partition from; 'controller' "
             "needs --replication master-slave under a controller (not --static) and a "
             "target that can partition"
+        )
+    if PARTITION_LEADER_CLIENTS in kinds and not target.supports_client_partitions:
+        raise RunError(
+            f"the {target.name} target cannot cut clients off; 'clients' needs the local "
+            "target with partitions"
         )
     if LATENCY_LEADER in kinds and not target.supports_latency:
         raise RunError(f"the {target.name} target cannot slow links; leave out 'latency'")

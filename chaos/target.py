@@ -63,6 +63,8 @@ class Target(Protocol):
     name: str
     supports_partitions: bool
     supports_latency: bool
+    # Whether the clients dial through links that ``block`` can cut (link ("client", node)).
+    supports_client_partitions: bool
     # The controller members a partition can cut nodes off from (links "n1->c1"); empty
     # unless a master-slave group runs under a controller the target can partition.
     controller_ids: tuple[str, ...]

@@ -161,11 +161,27 @@ def test_mesh_peers_keep_each_node_real_address() -> None:
         assert peers["n1"] == mesh.links[("n2", "n1")].address
         assert peers["n3"] == mesh.links[("n2", "n3")].address
         assert len(set(peers.values())) == 3
-        assert len(mesh.links) == 6
+        assert len(mesh.links) == 9  # 6 between nodes, 3 from the clients
         mesh.block({("n1", "n2")}, "blackhole")
         assert mesh.links[("n1", "n2")].mode == "blackhole"
         assert mesh.links[("n2", "n1")].mode == "pass"
         mesh.heal()
         assert {p.mode for p in mesh.links.values()} == {"pass"}
+    finally:
+        mesh.close()
+
+
+def test_clients_dial_every_address_of_a_node_through_its_client_link() -> None:
+    addresses = {"n1": "127.0.0.1:1", "n2": "127.0.0.1:2"}
+    mesh = ProxyMesh(addresses, {"c1": "127.0.0.1:9"})
+    try:
+        mapping = mesh.client_address_map()
+        to_n1 = mesh.links[("client", "n1")].address
+        # The real address, and n2's proxy to n1 (named by a redirect from n2), both go
+        # through the client link, so cutting it cuts the client off from n1 alone.
+        assert mapping["127.0.0.1:1"] == to_n1
+        assert mapping[mesh.links[("n2", "n1")].address] == to_n1
+        assert mapping["127.0.0.1:2"] == mesh.links[("client", "n2")].address
+        assert mesh.links[("n1", "c1")].address not in mapping  # no client dials a controller
     finally:
         mesh.close()

@@ -18,6 +18,7 @@ from raftlog.chaos.nemesis import (
     MIN_HOLD_S,
     PARTITION_ISOLATE_LEADER,
     PARTITION_KINDS,
+    PARTITION_LEADER_CLIENTS,
     PARTITION_LEADER_CONTROLLER,
     PAUSE,
     QUIET_TAIL_S,
@@ -93,6 +94,7 @@ class FakeTarget:
     name = "fake"
     supports_partitions = True
     supports_latency = True
+    supports_client_partitions = True
     controller_ids: tuple[str, ...] = ()
 
     def __init__(self) -> None:
@@ -198,6 +200,15 @@ def test_controller_partitions_cut_the_master_off_from_its_controller() -> None:
         ("block", "silent", "n1>c1", "n1>c2", "n1>n2", "n1>n3", "n2>n1", "n3>n1"),
         ("heal",),
     ]
+
+
+def test_a_clients_partition_cuts_only_the_clients_off_the_leader() -> None:
+    target = FakeTarget()
+    schedule = [PlannedFault(0.0, PARTITION_LEADER_CLIENTS, 0.01, ("leader",))]
+    Nemesis(target, Recorder(), schedule).run(0.0)
+    assert target.calls == [("block", "silent", "client>n1"), ("heal",)]
+    assert fault_kinds(["clients"]) == [PARTITION_LEADER_CLIENTS]
+    assert PARTITION_LEADER_CLIENTS not in fault_kinds(["partition", "controller"])
 
 
 def test_a_controller_partition_without_controllers_is_not_applied() -> None:
