@@ -74,14 +74,18 @@ sim-soak: $(STAMP)
 ## make chaos-soak-ms: 20 seeded 2-minute chaos runs of a SYNC_MASTER group under its controller
 ## (kill, pause, partitions, controller partitions), then one table: valid runs, anomalies,
 ## counted loss, failover median (about 45 min). CHAOS_SOAK_ROLE=async soaks an ASYNC_MASTER
-## group (its lost acknowledgements counted, with their windows); CHAOS_SOAK_SEEDS=n runs 1..n.
+## group (its lost acknowledgements counted, with their windows); CHAOS_SOAK_SEEDS=n runs 1..n;
+## CHAOS_SOAK_TARGET=containers runs every broker and controller member in its own container
+## (builds raftlog:dev first; about 60 min).
 CHAOS_SOAK_DIR ?= ./data/chaos-soak-ms
 CHAOS_SOAK_ROLE ?= sync
 CHAOS_SOAK_SEEDS ?= 20
-chaos-soak-ms: $(STAMP)
+CHAOS_SOAK_TARGET ?= local
+chaos-soak-ms: $(STAMP) $(if $(filter containers,$(CHAOS_SOAK_TARGET)),image)
 	rm -rf $(CHAOS_SOAK_DIR) && mkdir -p $(CHAOS_SOAK_DIR)
 	for seed in $$(seq 1 $(CHAOS_SOAK_SEEDS)); do \
-	  $(RAFTLOG) chaos run --replication master-slave --role $(CHAOS_SOAK_ROLE) --duration 120 \
+	  $(RAFTLOG) chaos run --target $(CHAOS_SOAK_TARGET) \
+	    --replication master-slave --role $(CHAOS_SOAK_ROLE) --duration 120 \
 	    --faults kill,pause,partition,controller --seed $$seed --data-dir $(CHAOS_SOAK_DIR)/run-$$seed \
 	    --json $(CHAOS_SOAK_DIR)/run-$$seed.json > $(CHAOS_SOAK_DIR)/run-$$seed.log 2>&1; \
 	done

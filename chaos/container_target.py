@@ -11,7 +11,9 @@ Faults map onto Docker:
   connections to b fail (``silent``: DROP, noticed only by timeouts; else REJECT with a TCP
   reset, an immediate refusal) while b's connections to a, and every host client (they arrive
   through Docker's port publishing, from the bridge gateway), still pass: the same
-  semantics as the local target's link proxies.
+  semantics as the local target's link proxies. Under a controller (``controlled``), the
+  link (node, c1) is the same rule in controller member c1's namespace, on its gRPC port: a
+  partition can cut a master off from its controller.
 
 Rules this module keeps:
 - Everything the cluster creates carries its run label and ``close`` removes it; ``close``
@@ -46,6 +48,8 @@ from raftlog.chaos.target import (
 from raftlog.client import Connection
 from raftlog.testing import ClusterError, RaftlogCluster, docker_available
 from raftlog.testing.cluster import DATA_DIR, NODE_PORT
+from raftlog.testing.container_controllers import GRPC_PORT as CONTROLLER_PORT
+from raftlog.testing.container_controllers import MEMBER_IDS as CONTROLLER_IDS
 from raftlog.testing.docker_objects import image_present
 
 _DIGEST_SCRIPT = (
@@ -80,6 +84,7 @@ class ContainerTarget:
         durability: str = "fsync",
         replication: str = "raft",
         master_role: str = "SYNC_MASTER",
+        controlled: bool = False,
         env: Mapping[str, str] | None = None,
         start_timeout_s: float = 120.0,
         log_dir: Path | None = None,
@@ -96,7 +101,9 @@ class ContainerTarget:
             start_timeout_s=start_timeout_s,
             replication=replication,
             master_role=master_role,
+            controlled=controlled,
         )
+        self.controller_ids = CONTROLLER_IDS if controlled else ()
         self._paused: set[str] = set()
         self._killed: set[str] = set()
         # (node whose namespace holds the rule, the rule) for every block in force.
@@ -183,13 +190,17 @@ class ContainerTarget:
 
     def block(self, links: Collection[Link], *, silent: bool = False) -> None:
         self.heal()
-        unknown = [link for link in links if not set(link) <= set(self.node_ids())]
+        nodes = set(self.node_ids())
+        unknown = [
+            (a, b) for a, b in links if a not in nodes or b not in nodes | set(self.controller_ids)
+        ]
         if unknown:
             raise TargetError(f"no such link: {unknown[0][0]} -> {unknown[0][1]}")
         verdict = ["DROP"] if silent else ["REJECT", "--reject-with", "tcp-reset"]
         for source, target in sorted(links):
             source_ip = self._address(source)
-            rule = ["INPUT", "-s", source_ip, "-p", "tcp", "--dport", str(NODE_PORT), "-j"]
+            port = NODE_PORT if target in nodes else CONTROLLER_PORT
+            rule = ["INPUT", "-s", source_ip, "-p", "tcp", "--dport", str(port), "-j"]
             rule += verdict
             try:
                 self.cluster.iptables(target, "-A", *rule)

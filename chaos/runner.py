@@ -73,6 +73,11 @@ class RunConfig:
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
 
     @property
+    def controlled(self) -> bool:
+        """A master-slave group elected and fenced by its controller members."""
+        return self.replication == "master-slave" and not self.static
+
+    @property
     def acknowledged_loss_allowed(self) -> bool:
         """An ASYNC_MASTER acknowledges before replicating: the checker counts what a
         failover takes back instead of reporting it."""
@@ -176,6 +181,7 @@ def make_target(config: RunConfig, data_dir: Path) -> Target:
                 durability=config.durability,
                 replication=config.replication,
                 master_role=config.master_role,
+                controlled=config.controlled,
                 log_dir=data_dir / CLUSTER_DIR,
             )
         except TargetError as error:
@@ -188,7 +194,7 @@ def make_target(config: RunConfig, data_dir: Path) -> Target:
         durability=config.durability,
         replication=config.replication,
         master_role=config.master_role,
-        controlled=config.replication == "master-slave" and not config.static,
+        controlled=config.controlled,
         partitions=config.partitions,
     )
 

@@ -308,14 +308,26 @@ class RaftlogCluster:
             raise ClusterError(f"sha256sum in {node_id} failed ({code}): {output!r}")
         return bytes(output).decode()
 
+    def _docker_of(self, member_id: str) -> Any:
+        """The docker SDK container (reloaded) of a node, or of a controller member (c1...)."""
+        if member_id in self.nodes:
+            return self.nodes[member_id].docker
+        if self.controllers is None or member_id not in self.controllers.containers:
+            raise KeyError(f"no node or controller member {member_id!r}")
+        wrapped = self.controllers.containers[member_id].get_wrapped_container()
+        wrapped.reload()
+        return wrapped
+
     def container_ip(self, node_id: str) -> str:
+        """The node's (or controller member's) address on the cluster's network."""
         assert self._network is not None
-        networks = self.nodes[node_id].docker.attrs["NetworkSettings"]["Networks"]
+        networks = self._docker_of(node_id).attrs["NetworkSettings"]["Networks"]
         return str(networks[self._network.name]["IPAddress"])
 
     def pid(self, node_id: str) -> int:
-        """The container's main process id on the host (changes on every start)."""
-        return int(self.nodes[node_id].docker.attrs["State"]["Pid"])
+        """The main process id on the host of a node's (or controller member's) container
+        (changes on every start)."""
+        return int(self._docker_of(node_id).attrs["State"]["Pid"])
 
     def logs(self, node_id: str, tail: int = 30) -> str:
         return bytes(self.nodes[node_id].docker.logs(tail=tail)).decode(errors="replace")
@@ -366,9 +378,9 @@ class RaftlogCluster:
         self._disconnected.discard(node_id)
 
     def iptables(self, node_id: str, *rule: str) -> None:
-        """Run ``iptables RULE...`` in the node's network namespace, from the host (the node
-        itself has no NET_ADMIN): needs root, ``nsenter`` and ``iptables`` on the host. Rules
-        go with the namespace when the container stops."""
+        """Run ``iptables RULE...`` in the network namespace of a node (or controller member),
+        from the host (the container itself has no NET_ADMIN): needs root, ``nsenter`` and
+        ``iptables`` on the host. Rules go with the namespace when the container stops."""
         command = ["nsenter", "-t", str(self.pid(node_id)), "-n", "iptables", *rule]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
