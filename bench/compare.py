@@ -22,6 +22,11 @@ pre-built batches, several (batch, window) settings; NATS: bench/nats_workloads.
    send invoked after the kill; several runs per round, the median over all.
 5. ``queues`` (raftlog only, fsync): produce throughput over 1, 1,000 and 10,000 queues.
 
+``--modes`` adds raftlog's master-slave modes (``sync-master``, ``async-master``: a master and
+two slaves, static roles) beside Raft mode on workloads 1-3, as their own columns with
+targets relative to Raft mode (a master-slave group's failover needs its controller: the
+chaos soak measures it, docs/replication.md).
+
 Rules this module keeps:
 - Interleaved rounds: each round starts fresh clusters of both systems, in alternating order,
   so noise from the shared machine falls on both; every figure is a median over rounds, and
@@ -57,6 +62,7 @@ from raftlog.bench.compare_rounds import (
     nats_round,
     queue_round,
     raftlog_round,
+    raftlog_system,
 )
 from raftlog.bench.figures import (
     evaluate_targets,
@@ -64,6 +70,7 @@ from raftlog.bench.figures import (
     render_targets,
     summarise,
 )
+from raftlog.bench.modes import MODES
 from raftlog.bench.nats_install import NatsBinary, NatsUnavailable, best_nats, system_nats
 from raftlog.bench.report import Budget, write_json_report
 
@@ -96,19 +103,23 @@ def run(
     binary: NatsBinary | None,
     root: str,
     recorder: Recorder,
+    modes: Sequence[str] = ("raft",),
 ) -> None:
-    """Interleaved rounds of every (pairing, system), then raftlog's queue scaling."""
+    """Interleaved rounds of every (pairing, system, raftlog mode), then raftlog's queue
+    scaling."""
+    turns = [(s, m) for s in systems for m in (modes if s == "raftlog" else ("",))]
     for round_index in range(plan.rounds):
-        order = list(systems) if round_index % 2 == 0 else list(reversed(systems))
+        order = turns if round_index % 2 == 0 else list(reversed(turns))
         for durability in durabilities:
             # Failover does not depend on durability: measured once, in the first pairing.
             failover = durability == durabilities[0]
             turn = Round(durability, plan, root, round_index, recorder, failover)
-            for system in order:
-                what = f"round {round_index} {system} / {durability}"
+            for system, mode in order:
+                name = raftlog_system(mode) if system == "raftlog" else system
+                what = f"round {round_index} {name} / {durability}"
                 print(f"[{what}]", file=sys.stderr)
                 if system == "raftlog":
-                    recorder.attempt(what, functools.partial(raftlog_round, turn))
+                    recorder.attempt(what, functools.partial(raftlog_round, turn, mode))
                 else:
                     assert binary is not None
                     recorder.attempt(what, functools.partial(nats_round, binary, turn))
@@ -166,6 +177,11 @@ def _parser() -> argparse.ArgumentParser:
         "--systems", choices=("both", *SYSTEMS), default="both", help="default both"
     )
     parser.add_argument(
+        "--modes",
+        default="raft",
+        help=f"raftlog's replication modes, comma-separated: {', '.join(MODES)} (default raft)",
+    )
+    parser.add_argument(
         "--durability",
         choices=(*DURABILITY_MODES, "both"),
         help="pairings (default both; fsync with --quick)",
@@ -190,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.max_seconds <= 0 or args.failover_runs < 0:
         parser.error("--rounds and --max-seconds must be positive, --failover-runs >= 0")
+    modes = tuple(dict.fromkeys(m.strip() for m in args.modes.split(",") if m.strip()))
+    if not modes or set(modes) - set(MODES):
+        parser.error(f"--modes takes {', '.join(MODES)}")
     plan = _plan(args)
     systems = SYSTEMS if args.systems == "both" else (args.systems,)
     durability = args.durability or ("fsync" if args.quick else "both")
@@ -208,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"nats-server {binary.version} has no sync_interval: always, so the fsync "
                     "pairing compares raftlog's fsync-before-ack with NATS acking from memory"
                 )
-        run(plan, systems, durabilities, binary, root, recorder)
+        run(plan, systems, durabilities, binary, root, recorder, modes)
     except (NatsUnavailable, *RETRIED_ERRORS) as error:
         print(f"raftlog bench compare: {error}", file=sys.stderr)
         return 1

@@ -33,9 +33,8 @@ from raftlog.bench.cluster import (
     running_cluster,
     topic_name,
 )
-from raftlog.bench.figures import (
-    Sample,
-)
+from raftlog.bench.figures import MODE_PREFIX, Sample
+from raftlog.bench.modes import MODES
 from raftlog.bench.nats_cluster import NatsCluster, NatsClusterError
 from raftlog.bench.nats_install import NatsBinary
 from raftlog.bench.raftlog_failover import measure_failover
@@ -174,10 +173,23 @@ def _raftlog_consume(address: str, topic: str, stored: int, budget: Budget) -> t
         consumer.close()
 
 
-def raftlog_round(turn: Round) -> None:
+def raftlog_system(mode: str) -> str:
+    """The system name raftlog's samples in ``mode`` (a key of bench/modes.py's MODES) carry."""
+    return "raftlog" if mode == "raft" else f"{MODE_PREFIX}{mode}"
+
+
+def raftlog_round(turn: Round, mode: str = "raft") -> None:
+    """raftlog's turn in one replication ``mode``: produce, latency, consume, and failover
+    (Raft mode only: a master-slave group's failover comes with its controller, measured by
+    the chaos soak)."""
     plan = turn.plan
+    system = raftlog_system(mode)
+    replication, role = MODES[mode]
     with (
-        running_cluster(turn.durability, turn.root) as (cluster, leader),
+        running_cluster(turn.durability, turn.root, replication, role or "SYNC_MASTER") as (
+            cluster,
+            leader,
+        ),
         Admin(cluster.addresses) as admin,
         grpc.insecure_channel(leader, options=CHANNEL_OPTIONS) as channel,
     ):
@@ -187,19 +199,19 @@ def raftlog_round(turn: Round) -> None:
             for batch, window in RAFTLOG_PRODUCE_SETTINGS:
                 row = measure_produce(stub, turn.durability, body, batch, window, plan.produce)
                 setting: dict[str, object] = {"batch": batch, "window": window}
-                turn.add("raftlog", "produce", body, setting, row.msgs_per_s, "msgs/s")
+                turn.add(system, "produce", body, setting, row.msgs_per_s, "msgs/s")
             row = measure_latency_stub(stub, turn.durability, body, plan.latency)
             setting = {"samples": row.messages}
-            turn.add("raftlog", "latency-p50", body, setting, row.latency_p50_ms or 0.0, "ms")
-            turn.add("raftlog", "latency-p99", body, setting, row.latency_p99_ms or 0.0, "ms")
+            turn.add(system, "latency-p50", body, setting, row.latency_p50_ms or 0.0, "ms")
+            turn.add(system, "latency-p99", body, setting, row.latency_p99_ms or 0.0, "ms")
         for body in BODY_SIZES_BYTES:
             stored = sum(
                 end - first for first, end in queue_bounds(admin, topic_name(body), leader).values()
             )
             messages, seconds = _raftlog_consume(leader, topic_name(body), stored, plan.consume)
             setting = {"client": "Consumer", "max_messages": FETCH_BATCH, "messages": messages}
-            turn.add("raftlog", "consume", body, setting, messages / seconds, "msgs/s")
-        for _ in range(plan.failover_runs if turn.failover else 0):
+            turn.add(system, "consume", body, setting, messages / seconds, "msgs/s")
+        for _ in range(plan.failover_runs if turn.failover and mode == "raft" else 0):
             seconds = measure_failover(cluster, FAILOVER_BODY_BYTES)
             turn.add("raftlog", "failover", FAILOVER_BODY_BYTES, {}, seconds, "s")
 

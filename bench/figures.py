@@ -10,13 +10,15 @@ latency and failover seconds.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from raftlog.bench.cluster import BODY_SIZES_BYTES
 
 # Higher is better for these figures; lower for the rest (latency, failover seconds).
 HIGHER_IS_BETTER = {"produce", "consume", "queues"}
+# A raftlog sample in another replication mode than Raft is of system "raftlog:<mode>".
+MODE_PREFIX = "raftlog:"
 
 
 @dataclass(slots=True)
@@ -49,6 +51,8 @@ class Figure:
     raftlog_runs: int = 0
     nats_runs: int = 0
     ratio: float | None = None
+    # raftlog's median in each master-slave mode measured ("sync-master", "async-master").
+    modes: dict[str, float] = field(default_factory=dict)
 
 
 def _figure_key(sample: Sample) -> tuple[str, str, int, int | None]:
@@ -86,6 +90,9 @@ def summarise(samples: Sequence[Sample]) -> list[Figure]:
         figure = Figure(name, durability, body, unit, queue_count)
         for system, system_samples in by_system.items():
             value, setting, runs = _median_of_best(system_samples)
+            if system.startswith(MODE_PREFIX):
+                figure.modes[system.removeprefix(MODE_PREFIX)] = value
+                continue
             setattr(figure, system, value)
             setattr(figure, f"{system}_setting", setting)
             setattr(figure, f"{system}_runs", runs)
@@ -137,6 +144,8 @@ def evaluate_targets(figures: Sequence[Figure]) -> list[dict[str, object]]:
     if failover is not None and failover.raftlog is not None:
         value = failover.raftlog
         check("failover median <= 1 s", value, value <= 1.0, f"{value:.2f} s")
+    for body in BODY_SIZES_BYTES:
+        _check_modes(_find(figures, "produce", body), body, check)
     scaling = sorted(
         (f for f in figures if f.figure == "queues" and f.raftlog is not None),
         key=lambda f: f.queue_count or 0,
@@ -146,6 +155,23 @@ def evaluate_targets(figures: Sequence[Figure]) -> list[dict[str, object]]:
         target = f"{scaling[-1].queue_count:,} queues >= 90% of {scaling[0].queue_count:,} queue"
         check(target, ratio, ratio >= 0.9, f"{ratio:.1%}")
     return results
+
+
+# A master-slave mode's produce throughput target, as a multiple of Raft mode's.
+MODE_PRODUCE_TARGETS = {"sync-master": 1.0, "async-master": 1.5}
+
+
+def _check_modes(
+    produce: Figure | None, body: int, check: Callable[[str, float, bool, str], None]
+) -> None:
+    if produce is None or not produce.raftlog:
+        return
+    for mode, value in produce.modes.items():
+        factor = MODE_PRODUCE_TARGETS.get(mode)
+        if factor is not None:
+            ratio = value / produce.raftlog
+            target = f"{mode} produce {body} B >= {factor:g}x raft"
+            check(target, ratio, ratio >= factor, f"{ratio:.2f}x")
 
 
 def _number(value: float | None, unit: str) -> str:
@@ -159,10 +185,14 @@ def _setting(setting: dict[str, object]) -> str:
 
 
 def render_table(figures: Sequence[Figure], nats_labels: dict[str, str]) -> str:
+    """The figures as Markdown; a column per master-slave mode measured ("raftlog" is Raft
+    mode)."""
+    modes = list(dict.fromkeys(mode for f in figures for mode in f.modes))
     lines = [
         "| figure | durability: raftlog / NATS | body B | unit | raftlog | NATS "
-        "| raftlog/NATS | raftlog setting | NATS setting |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| raftlog/NATS | raftlog setting | NATS setting |"
+        + "".join(f" raftlog {mode} |" for mode in modes),
+        "|---|---|---|---|---|---|---|---|---|" + "---|" * len(modes),
     ]
     for f in figures:
         name = f.figure
@@ -175,6 +205,7 @@ def render_table(figures: Sequence[Figure], nats_labels: dict[str, str]) -> str:
             f"| {name} | {pairing} | {f.body_bytes} | {f.unit} | {_number(f.raftlog, f.unit)} "
             f"| {_number(f.nats, f.unit)} | {ratio} | {_setting(f.raftlog_setting)} "
             f"| {_setting(f.nats_setting)} |"
+            + "".join(f" {_number(f.modes.get(mode), f.unit)} |" for mode in modes)
         )
     return "\n".join(lines)
 

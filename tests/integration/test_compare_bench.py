@@ -54,6 +54,8 @@ def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
             "--quick",
             "--systems",
             "raftlog",
+            "--modes",
+            "raft,sync-master,async-master",
             "--json",
             str(report_path),
             "--chart",
@@ -76,6 +78,16 @@ def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
     assert not _figures(report, "nats"), "NATS was not asked for"
     targets = {t["target"] for t in report["targets"]}
     assert "failover median <= 1 s" in targets
+    # The master-slave modes, beside Raft mode on the same workloads (failover: Raft only).
+    for mode in ("sync-master", "async-master"):
+        moded = {
+            (f["figure"], f["body_bytes"]): f["modes"][mode]
+            for f in report["figures"]
+            if mode in f["modes"]
+        }
+        assert set(moded) == {(k[0], k[2]) for k in _both_systems_figures() if k[0] != "failover"}
+        assert all(value > 0 for value in moded.values()), moded
+        assert any(t.startswith(f"{mode} produce") for t in targets)
     assert report["versions"]["nats-server"] == "not used"
     assert chart_path.read_bytes().startswith(PNG_SIGNATURE)
     assert not any((tmp_path / "data").iterdir()), "the bench removes its clusters' data"

@@ -90,6 +90,24 @@ def test_table_has_a_row_per_figure_with_both_systems_and_the_ratio() -> None:
     assert "| 1,000 | - | - |" in rows[1]
 
 
+def test_master_slave_modes_are_columns_beside_raft_with_their_targets() -> None:
+    samples = [
+        _sample("raftlog", "produce", 1_000, 0, window=16),
+        _sample("raftlog:sync-master", "produce", 1_100, 0, window=16),
+        _sample("raftlog:async-master", "produce", 1_200, 0, window=16),
+        _sample("nats", "produce", 500, 0, window=64),
+    ]
+    [figure] = summarise(samples)
+    assert figure.raftlog == 1_000 and figure.ratio == 2.0  # Raft mode stays the headline
+    assert figure.modes == {"sync-master": 1_100, "async-master": 1_200}
+    verdicts = {t["target"]: t["met"] for t in evaluate_targets([figure])}
+    assert verdicts["sync-master produce 1024 B >= 1x raft"] is True
+    assert verdicts["async-master produce 1024 B >= 1.5x raft"] is False
+    header, _, row = render_table([figure], {}).splitlines()
+    assert header.endswith("| raftlog sync-master | raftlog async-master |")
+    assert row.endswith("| 1,100 | 1,200 |")
+
+
 def test_a_failed_turn_is_retried_and_only_the_successful_attempts_samples_count() -> None:
     recorder = Recorder()
     attempts: list[int] = []
