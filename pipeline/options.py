@@ -64,6 +64,9 @@ class WriteOptions:
     servers: str
     topic: str | None
     timeout_s: float
+    # For tests of the exactly-once claim: a task's FIRST attempt fails on purpose once it has
+    # stored this many rows (its retry must then store nothing twice). None: never.
+    fail_first_attempt_after_rows: int | None = None
 
 
 def _lowered(options: Mapping[str, str]) -> dict[str, str]:
@@ -191,4 +194,9 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
     topic = lowered.get("topic", "").strip() or None
     if topic is not None and "," in topic:
         raise OptionError(f"option 'topic' of the sink is one topic, not a list: {topic!r}")
-    return WriteOptions(servers=_servers(lowered), topic=topic, timeout_s=_timeout_s(lowered))
+    return WriteOptions(
+        servers=_servers(lowered),
+        topic=topic,
+        timeout_s=_timeout_s(lowered),
+        fail_first_attempt_after_rows=_int_option(lowered, "failFirstAttemptAfterRows", 1),
+    )

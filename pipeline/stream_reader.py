@@ -42,7 +42,7 @@ def _row_limit(limit: Any, option: int | None) -> int | None:
     """The most offsets this micro-batch may take (None: no cap)."""
     if limit is None:
         return option
-    max_rows = getattr(limit, "maxRows", None)
+    max_rows = getattr(limit, "max_rows", None)
     if max_rows is not None:
         return int(max_rows)
     return None  # ReadAllAvailable, or a limit kind we do not apply
@@ -97,6 +97,14 @@ class RaftlogStreamReader(DataSourceStreamReader):
                         offset = resolve(self.options.starting, topic, queue_id, bounds)
                     offsets.setdefault(topic, {})[str(queue_id)] = offset
         return offsets
+
+    def getDefaultReadLimit(self) -> Any:  # noqa: N802 (Spark 4.2+)
+        """``maxOffsetsPerTrigger`` as Spark's ReadMaxRows, so Spark passes it back."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+        if self.options.max_offsets_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.options.max_offsets_per_trigger)
 
     def latestOffset(self, start: StreamOffset | None = None, limit: Any = None) -> StreamOffset:
         with self._admin() as admin:

@@ -136,7 +136,18 @@ def send_rows(options: WriteOptions, the_producer_id: str, rows: Iterable[Row]) 
             report.rows += len(chunk)
             report.batches += 1
             report.duplicate_batches += int(duplicate)
+            _maybe_fail_on_purpose(options, report.rows)
     return report
+
+
+def _maybe_fail_on_purpose(options: WriteOptions, rows_stored: int) -> None:
+    """The test hook ``failFirstAttemptAfterRows``: fail a first attempt after it wrote."""
+    limit = options.fail_first_attempt_after_rows
+    if limit is not None and rows_stored >= limit and _task().attemptNumber() == 0:
+        raise RuntimeError(
+            f"failFirstAttemptAfterRows: failing this first attempt on purpose after "
+            f"{rows_stored} stored rows (Spark retries it; the retry must store none twice)"
+        )
 
 
 def arrow_rows(batches: Iterable[Any], names: Sequence[str]) -> Iterator[Row]:
