@@ -13,6 +13,11 @@ Rules this module keeps:
 - One ``call`` is one logical attempt: it tries each address at most once plus the redirects,
   all within ``timeout_s``. Retrying with backoff is retry.py's job, not this module's.
 - A write that may have reached a member (unknown outcome) is never re-sent here.
+- A leader-only call that waits on a member the cluster has replaced (a frozen or cut-off
+  leader) is abandoned as soon as another member names a newer leader (leader_watch.py): a
+  write as an unknown outcome, a read as a redirect. Every channel sends keepalive pings, so a
+  connection to a member that stopped answering breaks within about ``KEEPALIVE_TIME_MS`` +
+  ``KEEPALIVE_TIMEOUT_MS`` even when nobody watches it (a pull to a frozen follower).
 - ``address_map`` translates a member's address into the one to dial (for a client outside
   Docker reaching ``n1:7701`` through a published ``127.0.0.1:port``). Only the channel sees
   the translation: leader beliefs, redirects and errors keep the cluster's own addresses.
@@ -35,9 +40,13 @@ from raftlog.client.errors import (
     UnknownOutcomeError,
     from_rpc_error,
 )
+from raftlog.client.leader_watch import LeaderWatch, WatchSettings
 from raftlog.proto import client_pb2_grpc
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# The nodes allow a ping every 500 ms (node/server.py); a frozen member is noticed in ~2 s.
+KEEPALIVE_TIME_MS = 1000
+KEEPALIVE_TIMEOUT_MS = 1000
 DEFAULT_MAX_REDIRECTS = 3
 _STUB_CLASSES: dict[str, Any] = {
     "Producer": client_pb2_grpc.ProducerStub,
@@ -76,12 +85,17 @@ class Connection:
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
         address_map: Mapping[str, str] | None = None,
+        watch: WatchSettings | None = None,
     ) -> None:
         self._address_map = dict(address_map or {})
         self._addresses: list[str] = list(parse_addresses(addresses))
         self._options = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+            ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.max_pings_without_data", 0),
         ]
         self._max_redirects = max_redirects
         self._lock = threading.Lock()
@@ -92,6 +106,9 @@ class Connection:
         # Rotates the first address tried when no leader is known, to spread reads.
         self._next_index = 0
         self._closed = False
+        self._watch = LeaderWatch(
+            lambda address: self.stub("Admin", address), lambda: self.addresses, watch
+        )
 
     @property
     def addresses(self) -> tuple[str, ...]:
@@ -194,10 +211,16 @@ class Connection:
                 break
             target = pending.pop(0)
             tried.add(target)
+            invoke = getattr(self.stub(service, target), method)
             try:
-                response = getattr(self.stub(service, target), method)(request, timeout=remaining_s)
+                if leader_only and len(self.addresses) > 1:
+                    response = self._watched(invoke, request, target, remaining_s, write=write)
+                else:
+                    response = invoke(request, timeout=remaining_s)
             except grpc.RpcError as rpc_error:
                 error = from_rpc_error(rpc_error, write=write, address=target)
+            except (NotLeaderError, UnknownOutcomeError) as abandoned:
+                error = abandoned
             else:
                 if leader_only:
                     self.note_leader(target)
@@ -226,6 +249,32 @@ class Connection:
                 f"(tried {', '.join(sorted(tried)) or 'none'})"
             )
         raise last_error
+
+    def _watched(
+        self, invoke: Any, request: Any, target: str, timeout_s: float, *, write: bool
+    ) -> Any:
+        """``invoke(request)`` on the believed leader ``target``, abandoned when the leader
+        watch hears of a newer leader (see the module rules)."""
+        with self._lock:
+            believed_term = self._leader_term
+        future = invoke.future(request, timeout=timeout_s)
+        report = self._watch.wait(future, target, believed_term)
+        if report is None:
+            return future.result()  # the answer, or its RpcError
+        future.cancel()
+        self.note_leader(report.leader_address, report.term)
+        moved = f"{report.leader_address} leads now (term {report.term})"
+        if write:
+            raise UnknownOutcomeError(
+                f"{target} did not answer and {moved}; the write may or may not be stored",
+                address=target,
+            )
+        raise NotLeaderError(
+            f"{target} did not answer and {moved}",
+            leader_address=report.leader_address,
+            term=report.term,
+            address=target,
+        )
 
     def close(self) -> None:
         """Close every channel. Calls after this raise RaftlogError."""
