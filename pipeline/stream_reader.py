@@ -98,7 +98,7 @@ class RaftlogStreamReader(DataSourceStreamReader):
                     offsets.setdefault(topic, {})[str(queue_id)] = offset
         return offsets
 
-    def getDefaultReadLimit(self) -> Any:  # noqa: N802 (Spark 4.2+)
+    def getDefaultReadLimit(self) -> Any:  # Spark 4.2+
         """``maxOffsetsPerTrigger`` as Spark's ReadMaxRows, so Spark passes it back."""
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
