@@ -5,6 +5,9 @@ Fault kinds (``--faults`` names in brackets):
 
 * ``kill`` [kill]: SIGKILL one node (the leader or a random node), restart it after the hold;
 * ``pause`` [pause]: SIGSTOP one node, SIGCONT after the hold (a silent stall);
+* ``freeze-leader`` [freeze]: SIGSTOP the leader for 5-30 s, then SIGCONT (a long GC pause,
+  a hung disk: its connections stay open, so only a client that looks elsewhere recovers
+  before the freeze ends; the recovery figure says how long the clients stalled);
 * ``rolling-restart`` [rolling-restart]: gracefully restart every node, one after another;
 * ``partition-halves`` [partition]: split the nodes into a minority and a majority;
 * ``partition-isolate-leader`` [partition]: cut the current leader off from everyone (under a
@@ -49,6 +52,7 @@ from raftlog.chaos.target import Link, Target, TargetError, leader_of, partition
 
 KILL = "kill"
 PAUSE = "pause"
+FREEZE_LEADER = "freeze-leader"
 ROLLING_RESTART = "rolling-restart"
 PARTITION_HALVES = "partition-halves"
 PARTITION_ISOLATE_LEADER = "partition-isolate-leader"
@@ -69,6 +73,7 @@ LINK_KINDS = (
 FAULT_FAMILIES: dict[str, tuple[str, ...]] = {
     KILL: (KILL,),
     PAUSE: (PAUSE,),
+    "freeze": (FREEZE_LEADER,),
     ROLLING_RESTART: (ROLLING_RESTART,),
     "partition": PARTITION_KINDS,
     "latency": (LATENCY_LEADER,),
@@ -80,6 +85,10 @@ LEADER = "leader"
 
 MIN_HOLD_S = 1.0
 MAX_HOLD_S = 5.0
+# A leader freeze holds longer; its hold is the same draw, scaled (no extra draw, so adding
+# the family leaves every other fault list's schedules as they were).
+MIN_FREEZE_S = 5.0
+MAX_FREEZE_S = 30.0
 MIN_DELAY_MS = 20
 MAX_DELAY_MS = 200
 MIN_GAP_S = 2.0
@@ -137,6 +146,7 @@ def _targets(rng: random.Random, kind: str, node_ids: Sequence[str]) -> tuple[st
         PARTITION_LEADER_CONTROLLER,
         PARTITION_LEADER_CLIENTS,
         LATENCY_LEADER,
+        FREEZE_LEADER,
     ):
         return (LEADER,)
     if kind == PARTITION_HALVES:
@@ -161,6 +171,9 @@ def plan(
     for _ in range(MAX_FAULTS):
         kind = rng.choice(kinds)
         hold_s = round(rng.uniform(MIN_HOLD_S, MAX_HOLD_S), 2)
+        if kind == FREEZE_LEADER:
+            share = (hold_s - MIN_HOLD_S) / (MAX_HOLD_S - MIN_HOLD_S)
+            hold_s = round(MIN_FREEZE_S + share * (MAX_FREEZE_S - MIN_FREEZE_S), 2)
         targets = _targets(rng, kind, node_ids)
         delay_ms = rng.randint(MIN_DELAY_MS, MAX_DELAY_MS) if kind == LATENCY_LEADER else 0
         gap_s = round(rng.uniform(MIN_GAP_S, MAX_GAP_S), 2)
@@ -275,7 +288,7 @@ class Nemesis:
             return
         nodes = self._target.node_ids()
         links: set[Link] = set()
-        if fault.kind in (KILL, PAUSE):
+        if fault.kind in (KILL, PAUSE, FREEZE_LEADER):
             targets: tuple[str, ...] = (self._resolve(fault.targets[0]),)
         elif fault.kind in (PARTITION_ISOLATE_LEADER, LATENCY_LEADER):
             leader = self._resolve(LEADER)
@@ -312,7 +325,7 @@ class Nemesis:
             if fault.kind == KILL:
                 self._target.kill(targets[0])
                 self._killed.add(targets[0])
-            elif fault.kind == PAUSE:
+            elif fault.kind in (PAUSE, FREEZE_LEADER):
                 self._target.pause(targets[0])
                 self._paused.add(targets[0])
             elif fault.kind == LATENCY_LEADER:
@@ -347,7 +360,7 @@ class Nemesis:
             if kind == KILL:
                 self._target.restart(targets[0])
                 self._killed.discard(targets[0])
-            elif kind == PAUSE:
+            elif kind in (PAUSE, FREEZE_LEADER):
                 self._target.resume(targets[0])
                 self._paused.discard(targets[0])
             else:

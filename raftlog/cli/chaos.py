@@ -48,8 +48,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--faults",
         default="kill,pause",
-        help="comma-separated: kill, pause, rolling-restart, partition, controller, clients, "
-        "latency (default kill,pause)",
+        help="comma-separated: kill, pause, freeze, rolling-restart, partition, controller, "
+        "clients, latency (default kill,pause)",
     )
     run.add_argument("--seed", type=int, default=1, help="the nemesis seed (default 1)")
     run.add_argument("--json", type=Path, help="write the report and schedule here as JSON")

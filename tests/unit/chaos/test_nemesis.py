@@ -11,9 +11,12 @@ import pytest
 
 from raftlog.chaos.history import FAULT_END, FAULT_START, FaultValue, Recorder
 from raftlog.chaos.nemesis import (
+    FREEZE_LEADER,
     KILL,
     LATENCY_LEADER,
+    MAX_FREEZE_S,
     MAX_HOLD_S,
+    MIN_FREEZE_S,
     MIN_GAP_S,
     MIN_HOLD_S,
     PARTITION_ISOLATE_LEADER,
@@ -209,6 +212,14 @@ def test_a_clients_partition_cuts_only_the_clients_off_the_leader() -> None:
     assert target.calls == [("block", "silent", "client>n1"), ("heal",)]
     assert fault_kinds(["clients"]) == [PARTITION_LEADER_CLIENTS]
     assert PARTITION_LEADER_CLIENTS not in fault_kinds(["partition", "controller"])
+
+
+def test_a_freeze_stops_the_leader_for_longer_and_resumes_it() -> None:
+    target = FakeTarget()
+    Nemesis(target, Recorder(), [PlannedFault(0.0, FREEZE_LEADER, 0.01, ("leader",))]).run(0.0)
+    assert target.calls == [("pause", "n1"), ("resume", "n1")]
+    holds = [f.hold_s for f in plan(5, 600.0, ["freeze"], NODES)]
+    assert holds and all(MIN_FREEZE_S <= h <= MAX_FREEZE_S for h in holds)
 
 
 def test_a_controller_partition_without_controllers_is_not_applied() -> None:
