@@ -12,7 +12,8 @@ dialled through the map.
 Clean-up without Ryuk (it needs a registry pull): every container, the network and every
 volume carry the run's labels (docker_objects.py). ``close`` (and ``__exit__``) removes
 everything with the run's label; ``start`` first removes what runs of dead processes on this
-host left (``sweep_stale``), never a live run's.
+host left (``sweep_stale``), never a live run's. Names start ``raftlog-test-<run id[:8]>``
+(the network; ``-nX`` its nodes and their volumes), so they are recognisable in Docker.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from raftlog.testing.docker_objects import (  # first: it configures testcontain
     LABEL_OWNER,
     LABEL_RUN,
     docker_client,
+    image_present,
+    missing_image_message,
     owner,
     remove_by_label,
     sweep_stale,
@@ -145,7 +148,10 @@ class RaftlogCluster:
 
     def start(self) -> RaftlogCluster:
         """Create the network, volumes and containers, and wait for every node to be healthy
-        and a leader to be elected. On failure, removes what it made and raises."""
+        and a leader to be elected. On failure, removes what it made and raises (a missing
+        image: one line saying to build it, before anything is made)."""
+        if not image_present(self.image):
+            raise ClusterError(missing_image_message(self.image))
         sweep_stale()
         try:
             self._start()
@@ -156,12 +162,11 @@ class RaftlogCluster:
 
     def _start(self) -> None:
         client = docker_client()
-        client.images.get(self.image)  # fails at once, without a pull, when it is missing
-        self._network = Network(
-            docker_network_kw={"labels": self.labels, "driver": "bridge"}
-        ).create()
-        peers = ",".join(f"{n}={n}:{NODE_PORT}" for n in self._node_ids)
         short = self.run_id[:8]
+        self._network = Network(docker_network_kw={"labels": self.labels, "driver": "bridge"})
+        self._network.name = f"raftlog-test-{short}"  # not a bare UUID: `docker network ls`
+        self._network.create()
+        peers = ",".join(f"{n}={n}:{NODE_PORT}" for n in self._node_ids)
         if self.controlled:
             self.controllers = ContainerControllers(
                 self.image, self._network, self.labels, f"raftlog-test-{short}"

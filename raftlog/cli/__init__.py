@@ -5,7 +5,8 @@ readable errors to stderr and exits non-zero on failure (2 usage/configuration, 
 failed, 3 unknown outcome; see common.py); no traceback for operating errors. One module per
 command group: node.py (node start), health.py (node health), cluster.py (cluster
 up/down/status), client.py (topic, produce, consume, query, leader), chaos.py (chaos run,
-chaos check) and demo.py (the single-node store demonstration).
+chaos check), testing.py (testing sweep: what dead test runs left in Docker) and demo.py (the
+single-node store demonstration).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     from raftlog.cli import controller as cli_controller
     from raftlog.cli import health as cli_health
     from raftlog.cli import node as cli_node
+    from raftlog.cli import testing as cli_testing
 
     parser = argparse.ArgumentParser(
         prog="raftlog", description="raftlog: a Raft-replicated distributed commit log"
@@ -39,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_client.add_parsers(commands)
     cli_chaos.add_parser(commands)
     cli_controller.add_parser(commands)
+    cli_testing.add_parser(commands)
     return parser
 
 

@@ -4,7 +4,8 @@ or volume of these tests is left in Docker.
 
 Every test module here sets ``pytestmark = pytest.mark.containers``: `make test` runs them
 (`make test-containers` runs only them). Without a Docker engine they are skipped, and the
-run's last lines say so with the reason.
+run's last lines say so with the reason; with ``RAFTLOG_REQUIRE_DOCKER=1`` (CI) they fail
+instead.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from raftlog.testing import RaftlogCluster, docker_available, leftovers, remove_by_label
-from raftlog.testing.docker_objects import image_present
+from raftlog.testing.docker_objects import image_present, missing_image_message
+from raftlog.testing.pytest_plugin import skip_without_docker
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("RAFTLOG_TEST_IMAGE", "raftlog:dev")
@@ -35,13 +37,11 @@ def raftlog_image() -> str:
     rebuilds raftlog's own two layers, about a minute here). RAFTLOG_TEST_IMAGE names an image
     to test as it is."""
     global _SKIP_REASON
-    reason = docker_available()
-    if reason is not None:
-        _SKIP_REASON = reason
-        pytest.skip(f"container tests skipped: {reason}")
+    _SKIP_REASON = docker_available()
+    skip_without_docker("container tests")
     if IMAGE != "raftlog:dev":
         if not image_present(IMAGE):
-            pytest.fail(f"no image {IMAGE} (RAFTLOG_TEST_IMAGE); build it first")
+            pytest.fail(f"{missing_image_message(IMAGE)} (RAFTLOG_TEST_IMAGE)", pytrace=False)
         return IMAGE
     started = time.monotonic()
     env = {**os.environ, "PYTHON": str(REPO / ".venv" / "bin" / "python")}
