@@ -282,10 +282,8 @@ class Nemesis:
         self._recorder.event(_PROCESS, FAULT_END, FaultValue(name=kind, targets=targets))
         self._log(f"healed: {kind} [{', '.join(targets)}]")
 
-    def _apply(self, fault: PlannedFault) -> None:
-        if fault.kind == ROLLING_RESTART:
-            self._rolling_restart(fault)
-            return
+    def _aim(self, fault: PlannedFault) -> tuple[tuple[str, ...], set[Link]]:
+        """The nodes ``fault`` hits (symbolic targets resolved now) and the links it cuts."""
         nodes = self._target.node_ids()
         links: set[Link] = set()
         if fault.kind in (KILL, PAUSE, FREEZE_LEADER):
@@ -321,6 +319,13 @@ class Nemesis:
             links = partition_links(nodes, [[*others[:half], bridge], [*others[half:], bridge]])
         else:
             raise ValueError(f"unknown fault kind {fault.kind!r}")
+        return targets, links
+
+    def _apply(self, fault: PlannedFault) -> None:
+        if fault.kind == ROLLING_RESTART:
+            self._rolling_restart(fault)
+            return
+        targets, links = self._aim(fault)
         try:
             if fault.kind == KILL:
                 self._target.kill(targets[0])
