@@ -117,6 +117,11 @@ class Raft:
     def members(self) -> tuple[NodeId, ...]:
         return tuple(sorted(self.voters + self.learners))
 
+    def _is_stranger(self, node_id: NodeId) -> bool:
+        """Not in our membership, which we do have (a node that knows no membership yet -- a
+        joining learner -- knows no strangers)."""
+        return bool(self.voters or self.learners) and node_id not in self.members()
+
     def promotable(self) -> bool:
         return self.id in self.voters
 
@@ -154,6 +159,11 @@ class Raft:
             self.progress[node_id].is_learner = node_id in self.learners
         for node_id in sorted(self.progress):
             if node_id not in self.voters and node_id not in self.learners:
+                # A farewell heartbeat: its commit index lets the removed node apply its own
+                # removal (when it holds the entry) and so stop campaigning; it hears nothing
+                # from this leader again.
+                commit = min(self.progress[node_id].match_index, self.log.committed)
+                self._send(MessageType.HEARTBEAT, node_id, commit=commit)
                 del self.progress[node_id]
         if self.lead_transferee is not None and self.lead_transferee not in self.voters:
             self.lead_transferee = None
@@ -346,6 +356,10 @@ class Raft:
 
     def step(self, m: Message) -> None:
         if m.target != self.id or m.source == self.id:
+            return
+        if m.type in (MessageType.VOTE, MessageType.PRE_VOTE) and self._is_stranger(m.source):
+            # A removed node that has not applied its removal may still campaign; ignoring it
+            # (before looking at its term) keeps it from ever moving the cluster's term.
             return
         if m.term > self.term:
             if m.type in (MessageType.VOTE, MessageType.PRE_VOTE):

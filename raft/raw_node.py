@@ -23,6 +23,11 @@ Membership (single-server changes, Raft thesis §4.1), applied on APPLY, as etcd
   commit index, so the new voter does not stall commits while it catches up.
 - Removing the leader: it keeps leading until the removal is committed and applied, then steps
   down; the remaining voters elect a new leader after an election timeout.
+- A removed node hears one farewell heartbeat when the leader applies its removal (its commit
+  index lets the node apply the removal, if it holds the entry, and stop campaigning). Whether
+  or not it learns, it cannot move the cluster's term: members ignore (pre-)vote requests from
+  nodes outside their membership, before looking at the request's term.
+- ``ConfChange.context`` travels in the entry untouched (raftlog: the member's address).
 
 Limits (Config):
 - max_inflight_appends: per follower, APPENDs stop at the limit until acks free the window

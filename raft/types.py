@@ -72,21 +72,35 @@ class ConfChangeType(enum.IntEnum):
     ADD_LEARNER = 2
 
 
+CONF_CONTEXT_SEPARATOR = b"\x00"
+"""Ends ``ConfChange.node_id`` in the encoding when a context follows (ids never hold NUL)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConfChange:
-    """A single-server membership change (Raft thesis §4.1): one node at a time."""
+    """A single-server membership change (Raft thesis §4.1): one node at a time.
+
+    ``context`` is the application's, carried in the entry and never read by the core (in
+    raftlog: the member's address, so every replica learns where to dial it). Encoding:
+    ``type(1) | node_id (UTF-8) [| NUL | context]``; a change without context encodes as it
+    did before contexts existed."""
 
     type: ConfChangeType
     node_id: NodeId
+    context: bytes = b""
 
     def encode(self) -> bytes:
-        return bytes([int(self.type)]) + self.node_id.encode("utf-8")
+        encoded = bytes([int(self.type)]) + self.node_id.encode("utf-8")
+        if self.context:
+            encoded += CONF_CONTEXT_SEPARATOR + self.context
+        return encoded
 
     @classmethod
     def decode(cls, data: bytes) -> ConfChange:
         if not data:
             raise ValueError("empty ConfChange")
-        return cls(ConfChangeType(data[0]), data[1:].decode("utf-8"))
+        node_id, _, context = data[1:].partition(CONF_CONTEXT_SEPARATOR)
+        return cls(ConfChangeType(data[0]), node_id.decode("utf-8"), context)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,13 @@ from raftlog.raft.types import (
     Entry,
     EntryType,
     HardState,
+    Message,
+    MessageType,
     ProposalDroppedError,
     Role,
 )
 from tests.unit.raft.cluster import Cluster
-from tests.unit.raft.helpers import make_leader, new_node, restart
+from tests.unit.raft.helpers import drain_all, make_leader, new_node, restart
 
 ADD_VOTER = ConfChangeType.ADD_VOTER
 ADD_LEARNER = ConfChangeType.ADD_LEARNER
@@ -160,3 +162,31 @@ def test_node_with_committed_unapplied_conf_change_does_not_campaign():
     node = restart(storage, "a", pre_vote=False)
     node.campaign()
     assert node.role == Role.FOLLOWER
+
+
+def test_conf_change_context_round_trips_and_the_old_encoding_still_decodes():
+    change = ConfChange(ADD_LEARNER, "n4", b"10.0.0.4:7701")
+    assert ConfChange.decode(change.encode()) == change
+    assert ConfChange.decode(bytes([int(REMOVE)]) + b"n2") == ConfChange(REMOVE, "n2")
+
+
+def test_removed_follower_applies_its_removal_and_never_moves_the_term():
+    cluster = Cluster(("a", "b", "c"))
+    cluster.elect("a")
+    add_member(cluster, "c", REMOVE)
+    cluster.tick_all(2)
+    # The leader's farewell heartbeat carried the commit index of the removal to c.
+    assert cluster.nodes["c"].conf_state.voters == ("a", "b")
+    term = cluster.nodes["a"].term
+    cluster.isolate("a")  # no leader for b either: c's campaigns are all that is left
+    cluster.tick("c", 200)
+    assert cluster.nodes["c"].role == Role.FOLLOWER
+    assert cluster.nodes["b"].term == term
+
+
+def test_vote_requests_from_strangers_are_ignored_whatever_their_term():
+    node, storage = new_node("a", voters=("a", "b", "c"))
+    for vote_type in (MessageType.PRE_VOTE, MessageType.VOTE):
+        node.step(Message(vote_type, "z", "a", term=50, log_term=50, log_index=100))
+    assert node.term == 0
+    assert drain_all(node, storage) == []
