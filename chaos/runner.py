@@ -5,6 +5,10 @@ replica, check the history, and write the results (``raftlog chaos run``).
 Files a run leaves in its data directory: ``history.jsonl`` (the operations, appended as they
 happen), ``replicas.jsonl`` (the final reads), ``cluster/`` (each node's data and node.log),
 and the JSON report when asked for. ``raftlog chaos check`` re-checks the two .jsonl files.
+Without a ``data_dir`` the run makes a new temp directory and says so; once the caller is done
+with the files (the CLI draws its timeline from the history), :func:`settle_data` removes it
+after a valid run unless asked to keep it, and says what became of it. A ``data_dir`` given is
+never removed.
 
 Rules this module keeps:
 - The cluster is always stopped (try/finally), and the nemesis always heals first.
@@ -17,6 +21,8 @@ Rules this module keeps:
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -233,7 +239,7 @@ def run(
     _refuse_unsupported(kinds, target)
     schedule = plan(config.seed, config.duration_s, config.faults, target.node_ids())
     out(describe(schedule, config.seed))
-    out(f"data: {data_dir}")
+    out(f"data: {data_dir}{' (a new temp directory)' if config.data_dir is None else ''}")
     started_s = time.monotonic()
     problems: list[str] = []
     warnings: list[str] = []
@@ -304,3 +310,29 @@ def _wait_out(deadline_s: float, workload: Workload, out: Callable[[str], None])
 def write_json(result: RunResult, path: Path) -> None:
     """The run's JSON (report, schedule, file paths)."""
     path.write_text(json.dumps(result.to_dict(), indent=2, sort_keys=True), encoding="utf-8")
+
+
+def _tree_size_bytes(root: Path) -> int:
+    total_bytes = 0
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:  # a file that vanished (or cannot be read) while counting adds nothing
+                total_bytes += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue
+    return total_bytes
+
+
+def settle_data(result: RunResult, *, keep: bool = False) -> str:
+    """Remove the run's data directory if the run made it (no ``data_dir`` given), the run
+    is valid and ``keep`` is False; returns the line saying where the data is, or that it
+    went. An invalid run's data is kept: its history and node logs are the evidence."""
+    size_mb = _tree_size_bytes(result.data_dir) / 1_000_000
+    where = f"{result.data_dir} ({size_mb:.1f} MB"
+    if result.config.data_dir is not None:
+        return f"data: {where}, in --data-dir: kept)"
+    if keep or not result.valid:
+        why = "--keep-data" if keep else "the run is invalid"
+        return f"data: {where}, kept: {why}; remove it when done)"
+    shutil.rmtree(result.data_dir, ignore_errors=True)
+    return f"data: removed {where}; the run is valid; --keep-data keeps it)"

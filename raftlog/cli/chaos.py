@@ -3,8 +3,9 @@ a re-check of a run's stored history and replicas.
 
 Rules this module keeps: exit 0 when the run is valid, 1 on any anomaly (or when the run
 could not be fully checked), 2 for usage errors and for a target that cannot be set up (no
-Docker, no image); the report is printed whatever the verdict; the heavy modules are
-imported only when the command runs.
+Docker, no image); the report is printed whatever the verdict; a run's data directory is
+named when the run starts and its fate (kept or removed, and its size) is the last line; the
+heavy modules are imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -54,7 +55,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--seed", type=int, default=1, help="the nemesis seed (default 1)")
     run.add_argument("--json", type=Path, help="write the report and schedule here as JSON")
     run.add_argument(
-        "--data-dir", type=Path, help="an empty directory for the run (default: a new temp dir)"
+        "--data-dir",
+        type=Path,
+        help="an empty directory for the run, always kept (default: a new temp dir, removed "
+        "after a valid run unless --keep-data)",
+    )
+    run.add_argument(
+        "--keep-data",
+        action="store_true",
+        help="keep the temp directory after a valid run too (an invalid run's is always kept)",
     )
     run.add_argument(
         "--image",
@@ -113,7 +122,7 @@ def _write_timeline(history: Path, png: Path | None, title: str) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from raftlog.chaos.nemesis import LINK_KINDS, fault_kinds
-    from raftlog.chaos.runner import RunConfig, RunError, run, write_json
+    from raftlog.chaos.runner import RunConfig, RunError, run, settle_data, write_json
     from raftlog.chaos.workload import WorkloadConfig
 
     faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
@@ -150,6 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     verdict = "valid" if result.valid else "INVALID"
     title = f"chaos run, seed {args.seed}, {args.target}, faults {args.faults}: {verdict}"
     _write_timeline(result.history_path, args.png, title)
+    print(settle_data(result, keep=args.keep_data))
     return EXIT_OK if result.valid else EXIT_FAILED
 
 
