@@ -13,9 +13,10 @@ Rules this module keeps:
 - One ``call`` is one logical attempt: it tries each address at most once plus the redirects,
   all within ``timeout_s``. Retrying with backoff is retry.py's job, not this module's.
 - A write that may have reached a member (unknown outcome) is never re-sent here.
-- A leader-only call that waits on a member the cluster has replaced (a frozen or cut-off
-  leader) is abandoned as soon as another member names a newer leader (leader_watch.py): a
-  write as an unknown outcome, a read as a redirect. Every channel sends keepalive pings, so a
+- Calls waiting on a member the cluster has replaced (a frozen or cut-off leader) are
+  abandoned as soon as another member names a newer leader (leader_watch.py): the channel to
+  it is closed, a write returns as an unknown outcome, a read as a redirect or a try
+  elsewhere. Every channel sends keepalive pings, so a
   connection to a member that stopped answering breaks within about ``KEEPALIVE_TIME_MS`` +
   ``KEEPALIVE_TIMEOUT_MS`` even when nobody watches it (a pull to a frozen follower).
 - ``address_map`` translates a member's address into the one to dial (for a client outside
@@ -40,7 +41,7 @@ from raftlog.client.errors import (
     UnknownOutcomeError,
     from_rpc_error,
 )
-from raftlog.client.leader_watch import LeaderWatch, WatchSettings
+from raftlog.client.leader_watch import LeaderReport, LeaderWatch, WatchSettings
 from raftlog.proto import client_pb2_grpc
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -107,7 +108,11 @@ class Connection:
         self._next_index = 0
         self._closed = False
         self._watch = LeaderWatch(
-            lambda address: self.stub("Admin", address), lambda: self.addresses, watch
+            lambda address: self.stub("Admin", address),
+            lambda: self.addresses,
+            self._believed_term,
+            self._replaced,
+            watch,
         )
 
     @property
@@ -211,16 +216,12 @@ class Connection:
                 break
             target = pending.pop(0)
             tried.add(target)
-            invoke = getattr(self.stub(service, target), method)
             try:
-                if leader_only and len(self.addresses) > 1:
-                    response = self._watched(invoke, request, target, remaining_s, write=write)
-                else:
-                    response = invoke(request, timeout=remaining_s)
-            except grpc.RpcError as rpc_error:
-                error = from_rpc_error(rpc_error, write=write, address=target)
-            except (NotLeaderError, UnknownOutcomeError) as abandoned:
-                error = abandoned
+                response = self._invoke(
+                    service, method, request, target, remaining_s, leader_only, write
+                )
+            except RaftlogError as failed:
+                error = failed
             else:
                 if leader_only:
                     self.note_leader(target)
@@ -250,34 +251,52 @@ class Connection:
             )
         raise last_error
 
-    def _watched(
-        self, invoke: Any, request: Any, target: str, timeout_s: float, *, write: bool
+    def _invoke(
+        self,
+        service: str,
+        method: str,
+        request: Any,
+        target: str,
+        timeout_s: float,
+        leader_only: bool,
+        write: bool,
     ) -> Any:
-        """``invoke(request)`` on the believed leader ``target``, abandoned when the leader
-        watch hears of a newer leader (see the module rules)."""
+        """One blocking call to ``target``, watched by the leader watch (see the module rules);
+        its failure as the RaftlogError the caller acts on."""
+        stub = self.stub(service, target)
+        call_id = self._watch.begin(target, leader_only=leader_only)
+        try:
+            response = getattr(stub, method)(request, timeout=timeout_s)
+        except grpc.RpcError as rpc_error:
+            report = self._watch.end(call_id)
+            if report is None:
+                raise from_rpc_error(rpc_error, write=write, address=target) from None
+            raise _abandoned(target, report, write=write, leader_only=leader_only) from None
+        except ValueError as closed:  # its channel was closed before the call started
+            self._watch.end(call_id)
+            raise UnavailableError(f"{target}: {closed}", address=target) from None
+        self._watch.end(call_id)
+        return response
+
+    def _believed_term(self) -> int:
         with self._lock:
-            believed_term = self._leader_term
-        future = invoke.future(request, timeout=timeout_s)
-        report = self._watch.wait(future, target, believed_term)
-        if report is None:
-            return future.result()  # the answer, or its RpcError
-        future.cancel()
+            return self._leader_term
+
+    def _replaced(self, target: str, report: LeaderReport) -> None:
+        """The leader watch heard of a newer leader than ``target``: believe it, and close the
+        channel to ``target`` so every call waiting on it returns now (a new channel is made
+        on the next call there)."""
         self.note_leader(report.leader_address, report.term)
-        moved = f"{report.leader_address} leads now (term {report.term})"
-        if write:
-            raise UnknownOutcomeError(
-                f"{target} did not answer and {moved}; the write may or may not be stored",
-                address=target,
-            )
-        raise NotLeaderError(
-            f"{target} did not answer and {moved}",
-            leader_address=report.leader_address,
-            term=report.term,
-            address=target,
-        )
+        with self._lock:
+            channel = self._channels.pop(target, None)
+            for key in [k for k in self._stubs if k[1] == target]:
+                del self._stubs[key]
+        if channel is not None:
+            channel.close()
 
     def close(self) -> None:
         """Close every channel. Calls after this raise RaftlogError."""
+        self._watch.close()
         with self._lock:
             self._closed = True
             channels = list(self._channels.values())
@@ -291,3 +310,18 @@ class Connection:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _abandoned(
+    target: str, report: LeaderReport, *, write: bool, leader_only: bool
+) -> RaftlogError:
+    """What a call the leader watch gave up on raises: a write's outcome is unknown; a
+    leader-only read follows the new leader; any other read tries elsewhere."""
+    moved = f"{target} did not answer and {report.leader_address} leads now (term {report.term})"
+    if write:
+        return UnknownOutcomeError(f"{moved}; the write may or may not be stored", address=target)
+    if leader_only:
+        return NotLeaderError(
+            moved, leader_address=report.leader_address, term=report.term, address=target
+        )
+    return UnavailableError(moved, address=target)
