@@ -278,7 +278,10 @@ class RaftlogCluster:
     def wait_for_leader(
         self, *, exclude: str | None = None, timeout_s: float = 30.0
     ) -> tuple[str, int]:
-        """(node id, term) of a leader that is not ``exclude``, in the highest term seen."""
+        """(node id, term) of a leader, in the highest term any node claims; polls every node
+        (but ``exclude``: one just killed or paused, whose stale claim must not count) every
+        0.2 s. Use it after a fault and before the next write or assertion that needs one.
+        Raises ClusterError after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             views = [self.status(n, timeout_s=1.0) for n in self._node_ids if n != exclude]
@@ -290,7 +293,11 @@ class RaftlogCluster:
         raise ClusterError(f"no leader (excluding {exclude}) within {timeout_s:.0f} s")
 
     def wait_converged(self, timeout_s: float = 60.0) -> int:
-        """Every node answers and has applied the same, final index; returns it."""
+        """Wait until every node answers and its applied, commit and last index are one
+        and the same on all of them; returns that index. Use it after healing every fault
+        (a node still killed, paused or cut off never converges) and before comparing
+        replicas (``commitlog_checksums``). Raises ClusterError, with the last statuses,
+        after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         last: list[ClusterStatus | None] = []
         while time.monotonic() < deadline:
@@ -305,7 +312,9 @@ class RaftlogCluster:
         raise ClusterError(f"replicas did not converge within {timeout_s:.0f} s: {last}")
 
     def commitlog_checksums(self, node_id: str) -> str:
-        """``sha256sum`` of the node's CommitLog files, run inside its container."""
+        """``sha256sum`` of the node's CommitLog segment files, sorted by name, run inside
+        its (running) container: after ``wait_converged``, equal strings on every node mean
+        byte-identical replicas. Raises ClusterError when it cannot run."""
         code, output = self.nodes[node_id].container.exec(
             ["sh", "-c", f"cd {DATA_DIR}/store/commitlog && sha256sum * | sort -k2"]
         )

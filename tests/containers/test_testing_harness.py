@@ -1,11 +1,13 @@
 """raftlog.testing as a user meets it, against a real Docker engine: a missing image is one
-line (from RaftlogCluster and from the fixture), and what a killed test run left (its
+line (from RaftlogCluster and from the fixture); what a killed test run left (its
 containers, its ``raftlog-test-<id>`` network, its volumes) is found and removed by
-``raftlog testing sweep``. Each test touches only the Docker objects of runs it started."""
+``raftlog testing sweep``; docs/testing.md's examples pass as written. Each test touches only
+the Docker objects of runs it started."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,11 +17,12 @@ import pytest
 
 from raftlog.cli import main
 from raftlog.testing import ClusterError, RaftlogCluster, leftovers, remove_by_label
-from raftlog.testing.docker_objects import missing_image_message
+from raftlog.testing.docker_objects import labelled_runs, missing_image_message
 
 pytestmark = pytest.mark.containers
 
 NO_IMAGE = "raftlog:no-such-image"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 # Starts a 1-node cluster, prints its run id, then waits to be killed.
 _CLUSTER_SCRIPT = """
 import sys, time
@@ -94,3 +97,25 @@ def test_sweep_removes_what_a_killed_run_left(
             process.wait(timeout=30)
         if run_id:
             remove_by_label(run_id)
+
+
+def test_the_documented_session_runs_and_leaves_nothing(raftlog_image: str, tmp_path: Path) -> None:
+    """docs/testing.md's examples, run as a user's pytest session: the orders test, then the
+    leader kill that undoes its fault; nothing of the session's cluster is left after it."""
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.DOTALL)
+    conftest, orders = blocks[0].split("# test_orders.py\n")
+    (tmp_path / "conftest.py").write_text(conftest, encoding="utf-8")
+    (tmp_path / "test_orders.py").write_text(orders + "\n\n" + blocks[1], encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        env={**os.environ, "RAFTLOG_TEST_IMAGE": raftlog_image},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, output
+    assert "2 passed" in output, output
+    owner_suffix = f":{process.pid}"
+    assert [r for r in labelled_runs() if r.owner.endswith(owner_suffix)] == []
