@@ -54,17 +54,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     run.add_argument("--seed", type=int, default=1, help="the nemesis seed (default 1)")
     run.add_argument("--json", type=Path, help="write the report and schedule here as JSON")
-    run.add_argument(
-        "--data-dir",
-        type=Path,
-        help="an empty directory for the run, always kept (default: a new temp dir, removed "
-        "after a valid run unless --keep-data)",
-    )
-    run.add_argument(
-        "--keep-data",
-        action="store_true",
-        help="keep the temp directory after a valid run too (an invalid run's is always kept)",
-    )
+    _add_data_flags(run)
     run.add_argument(
         "--image",
         default="raftlog:dev",
@@ -102,6 +92,21 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     summarize.add_argument("files", type=Path, nargs="+", help="the runs' --json files")
     summarize.set_defaults(handler=_summarize)
+
+
+def _add_data_flags(run: argparse.ArgumentParser) -> None:
+    """``--data-dir`` and ``--keep-data``: where a run's files go, and whether they stay."""
+    run.add_argument(
+        "--data-dir",
+        type=Path,
+        help="an empty directory for the run, always kept (default: a new temp dir, removed "
+        "after a valid run unless --keep-data)",
+    )
+    run.add_argument(
+        "--keep-data",
+        action="store_true",
+        help="keep the temp directory after a valid run too (an invalid run's is always kept)",
+    )
 
 
 def _require_matplotlib(png: Path | None) -> None:
