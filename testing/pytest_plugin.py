@@ -40,7 +40,9 @@ def skip_without_docker(what: str) -> None:
     if reason is None:
         return
     if docker_required():
-        pytest.fail(f"{what} needs Docker ({REQUIRE_DOCKER_ENV}=1): {reason}", pytrace=False)
+        pytest.fail(
+            f"{what}: Docker required ({REQUIRE_DOCKER_ENV}=1), but {reason}", pytrace=False
+        )
     pytest.skip(f"{what} skipped: {reason} (set {REQUIRE_DOCKER_ENV}=1 to fail instead)")
 
 

@@ -48,7 +48,7 @@ def test_require_docker_turns_the_skip_into_a_one_line_failure(tmp_path: Path, v
     done = _pytest_without_docker(tmp_path, RAFTLOG_REQUIRE_DOCKER=value)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 error" in done.stdout
-    assert "raftlog_cluster needs Docker (RAFTLOG_REQUIRE_DOCKER=1): no Docker engine" in (
+    assert "raftlog_cluster: Docker required (RAFTLOG_REQUIRE_DOCKER=1), but no Docker engine" in (
         done.stdout
     )
     assert "Traceback" not in done.stdout
