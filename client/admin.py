@@ -1,7 +1,9 @@
-"""Operators' calls: topics, cluster status, leadership transfer, and message queries.
+"""Operators' calls: topics, cluster status, leadership transfer, membership changes, and
+message queries.
 
-Rules this module keeps: writes (create_topic, transfer_leadership) go to the leader through
-redirects and are retried only when nothing was written, except create_topic, which is
+Rules this module keeps: writes (create_topic, transfer_leadership, membership changes) go to
+the leader through redirects and are retried only when nothing was written (a refused
+membership change, PreconditionFailedError, is not retried), except create_topic, which is
 idempotent on the server (the same queue count again is a no-op) and so retried after an
 unknown outcome too; reads may be answered by any member, or by the one named in ``address``.
 """
@@ -15,6 +17,7 @@ from raftlog.client.connection import Connection
 from raftlog.client.messages import (
     ClusterStatus,
     LeaderInfo,
+    Member,
     Message,
     TopicCreation,
     TopicDescription,
@@ -143,6 +146,57 @@ class Admin:
             leader_address=response.leader_address,
             term=response.term,
         )
+
+    # --- membership (Raft mode; one change at a time) ----------------------------------------
+
+    def list_members(self, *, address: str | None = None) -> list[Member]:
+        """Every member's id, address and role ("leader", "follower" or "learner"; ``voter``),
+        as ``address`` (default: the believed leader, else any member) applied them."""
+        response = self._call(
+            "Admin",
+            "ListMembers",
+            client_pb2.ListMembersRequest(),
+            leader_only=False,
+            write=False,
+            idempotent=True,
+            address=address,
+        )
+        return [Member.from_proto(m) for m in response.members]
+
+    def add_member(self, node_id: str, address: str, *, cluster_id: str = "") -> list[Member]:
+        """Add ``node_id`` at ``address`` ("host:port") as a learner; returns the membership.
+        PreconditionFailedError: already a member, address in use, another change pending, or
+        (with ``cluster_id``) another cluster."""
+        request = client_pb2.AddMemberRequest(
+            node_id=node_id, address=address, cluster_id=cluster_id
+        )
+        return self._change("AddMember", request, self.timeout_s)
+
+    def promote_member(self, node_id: str) -> list[Member]:
+        """Make the learner ``node_id`` a voter. PreconditionFailedError: it has not caught up
+        (the message says how far behind it is), or it is already a voter."""
+        request = client_pb2.PromoteMemberRequest(node_id=node_id)
+        return self._change("PromoteMember", request, self.timeout_s)
+
+    def remove_member(
+        self, node_id: str, *, timeout_s: float = DEFAULT_TRANSFER_TIMEOUT_S
+    ) -> list[Member]:
+        """Remove ``node_id`` (the leader hands leadership over first). PreconditionFailedError:
+        the remaining voters would have no live quorum, or another change is pending."""
+        request = client_pb2.RemoveMemberRequest(node_id=node_id)
+        return self._change("RemoveMember", request, timeout_s)
+
+    def _change(self, method: str, request: Any, timeout_s: float) -> list[Member]:
+        response = self._call(
+            "Admin",
+            method,
+            request,
+            leader_only=True,
+            write=True,
+            idempotent=False,
+            policy=RetryPolicy(total_timeout_s=timeout_s, attempt_timeout_s=timeout_s),
+        )
+        return [Member.from_proto(m) for m in response.members]
 
     def query_by_key(
         self,

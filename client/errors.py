@@ -2,8 +2,10 @@
 ``grpc.RpcError`` (status code, message, ``raftlog-leader`` trailer, NotLeader detail).
 
 Rules this module keeps (proto/raftlog/v1/errors.proto is the contract):
-- FAILED_PRECONDITION is only ever "not leader": NotLeaderError, carrying the leader's
-  address from the ``raftlog-leader`` trailer (or the NotLeader detail) when known.
+- FAILED_PRECONDITION is "not leader" (NotLeaderError, carrying the leader's address from the
+  ``raftlog-leader`` trailer or the NotLeader detail when known), except with a
+  ``raftlog-refused`` trailer: a refused membership change (PreconditionFailedError), never
+  retried or redirected.
 - A write whose request may have reached the server and whose answer is lost (DEADLINE_EXCEEDED,
   CANCELLED, or a connection that broke mid-call) is UnknownOutcomeError, never a failure.
 - UNAVAILABLE sent by the server (no leader, shutting down) and a connection that was never
@@ -21,6 +23,7 @@ import grpc
 from raftlog.proto import errors_pb2
 
 LEADER_TRAILER = "raftlog-leader"
+REFUSED_TRAILER = "raftlog-refused"
 _DETAILS_TRAILER = "grpc-status-details-bin"
 _NOT_LEADER_TYPE = "raftlog.v1.NotLeader"
 
@@ -84,6 +87,12 @@ class NotLeaderError(RaftlogError):
         self.leader_address = leader_address
         self.leader_id = leader_id
         self.term = term
+
+
+class PreconditionFailedError(RaftlogError):
+    """The cluster's state does not allow the operation now (a membership change: another one
+    pending, a learner not caught up, a quorum that would be lost, already a member). Nothing
+    changed; the message says what would make it possible."""
 
 
 class UnavailableError(RaftlogError):
@@ -180,6 +189,8 @@ def from_rpc_error(
         trailers = _metadata(error)
         detail = _not_leader_detail(trailers.get(_DETAILS_TRAILER))
         leader = trailers.get(LEADER_TRAILER) or (detail.leader_address if detail else "")
+        if REFUSED_TRAILER in trailers:
+            return PreconditionFailedError(text, code=code, address=address)
         return NotLeaderError(
             text,
             leader_address=str(leader) or None,

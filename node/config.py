@@ -143,10 +143,16 @@ class NodeConfig:
     slave_read_enable: bool = False
     # Controller mode: the controller members' gRPC host:port list; None = static mode.
     controller_addresses: str | None = None
+    # Raft mode: members ("host:port,...") to ask to add this node as a learner when its data
+    # dir is fresh; it then catches up and asks to be promoted to voter (docs/operations.md,
+    # "Membership changes"). ``peers`` may then list only this node.
+    join: str | None = None
+    # How long a joining node keeps asking to be added, and then promoted, before giving up.
+    join_timeout_ms: int = 600_000
 
     def __post_init__(self) -> None:
-        _check_id("node_id", self.node_id)
-        _check_id("cluster_id", self.cluster_id)
+        check_id("node_id", self.node_id)
+        check_id("cluster_id", self.cluster_id)
         parse_address(self.listen_address, "listen_address")
         if self.advertise_address is not None:
             parse_address(self.advertise_address, "advertise_address")
@@ -206,6 +212,7 @@ class NodeConfig:
             raise ConfigError(
                 f"log_level: {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
             )
+        self._check_join()
         problem = master_slave_problem(self)
         if problem is not None:
             raise ConfigError(problem)
@@ -214,7 +221,7 @@ class NodeConfig:
         if not isinstance(self.peers, dict) or not self.peers:
             raise ConfigError("peers: must list every voter as node_id=host:port, this node too")
         for peer_id, address in self.peers.items():
-            _check_id("peers", peer_id)
+            check_id("peers", peer_id)
             parse_address(address, f"peers[{peer_id}]")
         if self.node_id not in self.peers:
             raise ConfigError(
@@ -235,6 +242,23 @@ class NodeConfig:
         addresses = list(self.peers.values())
         if len(set(addresses)) != len(addresses):
             raise ConfigError(f"peers: two voters share an address ({', '.join(addresses)})")
+
+    def _check_join(self) -> None:
+        for address in self.join_addresses:
+            parse_address(address, "join")
+        if self.join is not None and self.replication != "raft":
+            raise ConfigError("join: membership changes need replication = raft")
+        if type(self.join_timeout_ms) is not int or self.join_timeout_ms <= 0:
+            raise ConfigError(
+                f"join_timeout_ms: {self.join_timeout_ms!r} must be a positive integer"
+            )
+
+    @property
+    def join_addresses(self) -> tuple[str, ...]:
+        """The members ``join`` names (none when it is unset)."""
+        if self.join is None:
+            return ()
+        return tuple(a.strip() for a in self.join.split(",") if a.strip())
 
     @property
     def controlled(self) -> bool:
@@ -303,7 +327,7 @@ class NodeConfig:
         )
 
 
-def _check_id(name: str, value: object) -> None:
+def check_id(name: str, value: object) -> None:
     if not isinstance(value, str) or not _ID_PATTERN.fullmatch(value):
         raise ConfigError(f"{name}: {value!r} must be 1..64 characters from [A-Za-z0-9_-]")
 
@@ -314,6 +338,7 @@ __all__ = [
     "LOG_LEVELS",
     "ConfigError",
     "NodeConfig",
+    "check_id",
     "parse_address",
     "parse_peers",
 ]

@@ -35,6 +35,7 @@ _OPTIONAL_FIELDS = frozenset(
         "min_in_sync_replicas",
         "ha_master_address",
         "controller_addresses",
+        "join",
     }
 )
 
@@ -143,6 +144,10 @@ def load_config(
     for name in _OPTIONAL_FIELDS:
         if values.get(name) == "":
             values[name] = None
+    if "peers" not in values and values.get("join") and "node_id" in values:
+        # A joining node learns the members from the cluster; it only needs to know itself.
+        own = values.get("advertise_address") or values.get("listen_address")
+        values["peers"] = {str(values["node_id"]): str(own)}
     for name in REQUIRED_FIELDS:
         if name not in values:
             raise ConfigError(

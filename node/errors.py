@@ -57,3 +57,13 @@ class TransferFailedError(NodeError):
 class InvalidRequestError(NodeError):
     """The request is malformed in a way the store does not check (an empty batch, an unknown
     member id); retrying it unchanged cannot succeed. Nothing was written."""
+
+
+class MembershipRefusedError(NodeError):
+    """A membership change the cluster's present state does not allow (another change is
+    still pending, the learner is not caught up, a quorum would be lost, already a member, a
+    different cluster id). Nothing was changed; the message says what would make it possible."""
+
+
+class UnknownMemberError(NodeError):
+    """The node id names no member of the cluster. Nothing was changed."""

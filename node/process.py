@@ -71,6 +71,7 @@ class Node:
                 self.member.add_peer_service,
                 self.member.peer_service_name,
                 limits,
+                self.member.membership if isinstance(self.member, RaftMember) else None,
             )
         except BaseException:
             self.member.close()

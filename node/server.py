@@ -17,6 +17,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from raftlog.node.membership import Membership
 from raftlog.node.services.client_api import ClientServices, add_client_services
 from raftlog.node.services.limits import ServiceLimits
 from raftlog.node.write_path import WritePath
@@ -50,13 +51,14 @@ class NodeServer:
         add_peer_service: Callable[[grpc.Server], None],
         peer_service_name: str,
         limits: ServiceLimits,
+        membership: Membership | None = None,
     ) -> None:
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=_MAX_WORKERS, thread_name_prefix="grpc"),
             options=_SERVER_OPTIONS,
         )
         self._services: ClientServices = add_client_services(
-            self._server, store, write_path, limits
+            self._server, store, write_path, limits, membership
         )
         add_peer_service(self._server)
         self._service_names = (*CLIENT_SERVICE_NAMES, peer_service_name)

@@ -474,6 +474,26 @@ class AdminStub:
                 request_serializer=raftlog_dot_v1_dot_client__pb2.TransferLeadershipRequest.SerializeToString,
                 response_deserializer=raftlog_dot_v1_dot_client__pb2.TransferLeadershipResponse.FromString,
                 _registered_method=True)
+        self.ListMembers = channel.unary_unary(
+                '/raftlog.v1.Admin/ListMembers',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.ListMembersRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.ListMembersResponse.FromString,
+                _registered_method=True)
+        self.AddMember = channel.unary_unary(
+                '/raftlog.v1.Admin/AddMember',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.AddMemberRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.FromString,
+                _registered_method=True)
+        self.PromoteMember = channel.unary_unary(
+                '/raftlog.v1.Admin/PromoteMember',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.PromoteMemberRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.FromString,
+                _registered_method=True)
+        self.RemoveMember = channel.unary_unary(
+                '/raftlog.v1.Admin/RemoveMember',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.RemoveMemberRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -525,6 +545,48 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListMembers(self, request, context):
+        """Membership changes (Raft mode; one at a time; each goes through the Raft log and answers
+        once the leader applied it). Refusals that depend on the cluster's state are
+        FAILED_PRECONDITION without a NotLeader detail or leader trailer (a "not leader" answer
+        always has them), with a message saying what would make the change possible.
+
+        Every member's id, address and role (voter or learner) as the answering member applied
+        them; ask the leader for the latest.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddMember(self, request, context):
+        """Add a member as a learner: it receives the log (segments, for a far-behind one) but does
+        not vote. Errors: INVALID_ARGUMENT (malformed id or address), FAILED_PRECONDITION (already
+        a member, address in use, another change pending, cluster_id differs, not leader),
+        UNAVAILABLE, DEADLINE_EXCEEDED (unknown outcome: list the members).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PromoteMember(self, request, context):
+        """Make a learner a voter, only once it holds every committed entry. Errors: NOT_FOUND (not
+        a member), FAILED_PRECONDITION (already a voter, not caught up -- the message says how far
+        behind --, another change pending, not leader), UNAVAILABLE, DEADLINE_EXCEEDED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveMember(self, request, context):
+        """Remove a member. The leader hands leadership over first and answers not-leader naming the
+        new leader, which removes it (clients follow the redirect). Errors: NOT_FOUND,
+        FAILED_PRECONDITION (the remaining voters would have no live quorum, the last voter,
+        another change pending, not leader), UNAVAILABLE, DEADLINE_EXCEEDED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -552,6 +614,26 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.TransferLeadership,
                     request_deserializer=raftlog_dot_v1_dot_client__pb2.TransferLeadershipRequest.FromString,
                     response_serializer=raftlog_dot_v1_dot_client__pb2.TransferLeadershipResponse.SerializeToString,
+            ),
+            'ListMembers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMembers,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.ListMembersRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.ListMembersResponse.SerializeToString,
+            ),
+            'AddMember': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddMember,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.AddMemberRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.SerializeToString,
+            ),
+            'PromoteMember': grpc.unary_unary_rpc_method_handler(
+                    servicer.PromoteMember,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.PromoteMemberRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.SerializeToString,
+            ),
+            'RemoveMember': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveMember,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.RemoveMemberRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -692,6 +774,114 @@ class Admin:
             '/raftlog.v1.Admin/TransferLeadership',
             raftlog_dot_v1_dot_client__pb2.TransferLeadershipRequest.SerializeToString,
             raftlog_dot_v1_dot_client__pb2.TransferLeadershipResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMembers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Admin/ListMembers',
+            raftlog_dot_v1_dot_client__pb2.ListMembersRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.ListMembersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddMember(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Admin/AddMember',
+            raftlog_dot_v1_dot_client__pb2.AddMemberRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PromoteMember(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Admin/PromoteMember',
+            raftlog_dot_v1_dot_client__pb2.PromoteMemberRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveMember(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Admin/RemoveMember',
+            raftlog_dot_v1_dot_client__pb2.RemoveMemberRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.MembershipChangeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -10,7 +10,8 @@ jittered backoff.
 Rules this module keeps: messages to one peer keep their order; the sender merges queued
 batches into one stream item up to ``_MAX_STREAM_ITEM_BYTES`` (amortizing gRPC's per-item
 cost under load); keepalive pings detect a peer that stopped answering (a paused process)
-within a few seconds; ``close`` stops every sender thread it started.
+within a few seconds; ``close`` stops every sender thread it started; ``set_peers`` and
+``send`` run on one thread (the Raft loop), ``close`` after it stopped.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import logging
 import queue
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 
 import grpc
@@ -45,6 +47,7 @@ _MAX_STREAM_ITEM_BYTES = 4 << 20
 _RECONNECT_BACKOFF_MIN_S = 0.05
 _RECONNECT_BACKOFF_MAX_S = 1.0
 _QUEUE_POLL_S = 0.2
+_RETIRE_AFTER_S = 2.0
 
 
 def _approximate_size_bytes(messages: Sequence[Message]) -> int:
@@ -138,7 +141,8 @@ class _PeerSender:
 
 class PeerTransport:
     """Non-blocking sends to every peer; ``on_unreachable(peer_id)`` is called from sender
-    threads when messages to that peer were dropped."""
+    threads when messages to that peer were dropped. ``set_peers`` follows membership changes:
+    new members get a sender, removed ones lose theirs, a moved one is dialled anew."""
 
     def __init__(
         self,
@@ -146,26 +150,55 @@ class PeerTransport:
         peer_addresses: dict[str, str],
         on_unreachable: Callable[[str], None],
     ) -> None:
-        self._senders = {
-            peer_id: _PeerSender(peer_id, address, cluster_id, on_unreachable)
-            for peer_id, address in sorted(peer_addresses.items())
-        }
-        for sender in self._senders.values():
-            sender.start()
+        self._cluster_id = cluster_id
+        self._on_unreachable = on_unreachable
+        self._senders: dict[str, _PeerSender] = {}
+        self._addresses: dict[str, str] = {}
+        self._retiring: list[tuple[float, _PeerSender]] = []
+        self.set_peers(peer_addresses)
+
+    def set_peers(self, peer_addresses: dict[str, str]) -> None:
+        """Dial exactly ``peer_addresses`` (id -> host:port) from now on. A removed peer's
+        sender lingers ``_RETIRE_AFTER_S``, so the leader's farewell to it still leaves."""
+        now = time.monotonic()
+        for peer_id in sorted(self._senders):
+            address = self._addresses[peer_id]
+            if address != peer_addresses.get(peer_id):
+                self._retiring.append((now + _RETIRE_AFTER_S, self._senders.pop(peer_id)))
+                del self._addresses[peer_id]
+        for peer_id, address in sorted(peer_addresses.items()):
+            if peer_id not in self._senders:
+                sender = _PeerSender(peer_id, address, self._cluster_id, self._on_unreachable)
+                self._senders[peer_id] = sender
+                self._addresses[peer_id] = address
+                sender.start()
 
     def send(self, messages: Sequence[Message]) -> None:
         by_target: dict[str, list[Message]] = {}
         for message in messages:
             by_target.setdefault(message.target, []).append(message)
+        if self._retiring:
+            self._retire()
         for target, batch in by_target.items():
-            sender = self._senders.get(target)
+            sender = self._senders.get(target) or self._retiring_sender(target)
             if sender is None:
                 _log.warning("no address for peer %s; %d messages dropped", target, len(batch))
                 continue
             sender.offer(batch)
 
+    def _retiring_sender(self, peer_id: str) -> _PeerSender | None:
+        return next((s for _, s in reversed(self._retiring) if s.peer_id == peer_id), None)
+
+    def _retire(self) -> None:
+        now = time.monotonic()
+        for deadline, sender in self._retiring:
+            if deadline <= now:
+                sender.close()
+        self._retiring = [r for r in self._retiring if r[0] > now]
+
     def close(self, timeout_s: float = 2.0) -> None:
-        for sender in self._senders.values():
+        senders = [*self._senders.values(), *(s for _, s in self._retiring)]
+        for sender in senders:
             sender.close()
-        for sender in self._senders.values():
+        for sender in senders:
             sender.join(timeout_s)

@@ -1,20 +1,23 @@
 """RaftMember: the running pieces of one Raft-mode node, opened, started and stopped together.
 
 Start order: finish a snapshot install a crash interrupted, open the store (recovering it;
-readers see only what was committed before), open the Raft log over the store's CommitLog,
-then (``start``) the Raft loop. Stop order: hand leadership to the most up-to-date follower,
+readers see only what was committed before), learn the membership (the address book; a fresh
+node with ``join`` asks the cluster to add it first: join.py), open the Raft log over the
+store's CommitLog, then (``start``) the Raft loop (and, for a joined learner, its requests for
+promotion). Stop order: hand leadership to the most up-to-date follower,
 stop the loop and the peer transport, close the Raft log (syncing it) and the store.
 
 Rules this module keeps: the store's dispatch bound is the replica's applied end, so nothing
 uncommitted is ever visible; retention compacts the Raft log before the store deletes
-segments (deleting an entry's bytes must follow Raft compaction).
+segments (deleting an entry's bytes must follow Raft compaction); the peer transport dials
+exactly the members the applied membership names (address_book.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Sequence
 
 import grpc
 
@@ -23,13 +26,16 @@ from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
 from raftlog.node.peer.segment_source import SegmentSource
 from raftlog.node.peer.service import RaftPeerService
 from raftlog.node.peer.transport import PeerTransport
+from raftlog.node.replication.address_book import AddressBook
+from raftlog.node.replication.join import join_cluster, start_promotion
+from raftlog.node.replication.membership_changes import MembershipChanges
 from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES
-from raftlog.node.replication.raft_log_storage import RaftLogStorage
+from raftlog.node.replication.raft_log_storage import RaftLogStorage, snapshot_point_path
 from raftlog.node.replication.raft_write_path import RaftWritePath
 from raftlog.node.replication.replica import Replica, ReplicaSettings
 from raftlog.node.replication.snapshot_install import resume_interrupted_install
 from raftlog.proto import peer_pb2, peer_pb2_grpc
-from raftlog.raft.types import ConfState
+from raftlog.raft.types import ConfChange, ConfState, EntryType, Ready
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_store import MessageStore
 
@@ -38,16 +44,32 @@ _STAGING_SUBDIR = "commitlog.incoming"
 PEER_SERVICE_NAME = peer_pb2.DESCRIPTOR.services_by_name["RaftPeer"].full_name
 
 
-def _open_raft_log(store: MessageStore, root_dir: str, voters: Sequence[str]) -> RaftLogStorage:
+def _open_raft_log(store: MessageStore, root_dir: str, bootstrap: ConfState) -> RaftLogStorage:
     """The Raft log over ``store``'s CommitLog (truncations go through the store, so its
-    ConsumeQueues and index follow)."""
+    ConsumeQueues and index follow); ``bootstrap`` is a fresh log's membership."""
     return RaftLogStorage(
         OsFileSystem(),
         root_dir,
         store.commit_log,
-        bootstrap=ConfState(voters=tuple(sorted(voters))),
+        bootstrap=bootstrap,
         truncate_commit_log=store.truncate_after,
     )
+
+
+def _membership_at_start(config: NodeConfig) -> tuple[AddressBook, ConfState]:
+    """The address book, and the membership a fresh log starts from: a founding member's
+    ``peers`` (all voters), or what the cluster reported to a joining one (join.py). A log
+    that exists keeps its own membership (the bootstrap is then ignored)."""
+    fs = OsFileSystem()
+    root = config.store_dir
+    fresh_log = not fs.exists(snapshot_point_path(root))
+    if fresh_log and config.join_addresses:
+        joined = join_cluster(config)
+        book = AddressBook.create(fs, root, config.cluster_id, config.node_id, joined.addresses)
+        return book, joined.conf_state
+    stored = AddressBook.open(fs, root, config.cluster_id, config.node_id)
+    book = stored or AddressBook.create(fs, root, config.cluster_id, config.node_id, config.peers)
+    return book, ConfState(voters=tuple(sorted(config.peers)))
 
 
 class RaftMember:
@@ -69,17 +91,20 @@ class RaftMember:
         try:
             # Local and identical on every replica: the control topic has one queue.
             self.store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
-            self.raft_log = _open_raft_log(self.store, config.store_dir, list(config.peers))
+            self.book, bootstrap = _membership_at_start(config)
+            self.raft_log = _open_raft_log(self.store, config.store_dir, bootstrap)
         except BaseException:
             self.store.close()
             raise
-        peers = {p: a for p, a in config.peers.items() if p != config.node_id}
-        self.transport = PeerTransport(config.cluster_id, peers, self._report_unreachable)
+        self._config = config
+        self.transport = PeerTransport(
+            config.cluster_id, self.book.peers(), self._report_unreachable
+        )
         self.replica = self._replica = Replica(
             ReplicaSettings(
                 node_id=config.node_id,
                 cluster_id=config.cluster_id,
-                peer_addresses=dict(config.peers),
+                peer_addresses=self.book.addresses,
                 tick_ms=config.tick_ms,
                 election_ticks=config.election_ticks,
                 heartbeat_ticks=config.heartbeat_ticks,
@@ -91,8 +116,11 @@ class RaftMember:
             self.store,
             self.raft_log,
             self.transport.send,
+            self._membership_applied,
         )
         self.write_path = RaftWritePath(self.replica)
+        self.membership = MembershipChanges(self.replica, self.book)
+        self._was_member = True
         self._peer_service = RaftPeerService(
             config.cluster_id,
             self.replica.deliver,
@@ -102,6 +130,25 @@ class RaftMember:
 
     def _dispatch_bound(self) -> int:
         return self._replica.visible_end_physical_offset if self._replica is not None else 0
+
+    def _membership_applied(self, ready: Ready) -> None:
+        """On the Raft loop, after each Ready: learn the addresses its membership changes
+        carry, dial the members they name, and say so when this node was removed."""
+        changes = []
+        for entry in ready.committed_entries:
+            if entry.type is EntryType.CONF_CHANGE:
+                with contextlib.suppress(ValueError):  # the core ignores a malformed one too
+                    changes.append(ConfChange.decode(entry.data))
+        if not changes and ready.snapshot is None:
+            return
+        conf_state = self.replica.node.conf_state
+        if self.book.apply(changes, conf_state):
+            self.transport.set_peers(self.book.peers())
+        own_id = self._config.node_id
+        is_member = own_id in conf_state.voters or own_id in conf_state.learners
+        if self._was_member and not is_member:
+            _log.warning("%s was removed from the cluster: it no longer votes; stop it", own_id)
+        self._was_member = is_member
 
     def _report_unreachable(self, peer_id: str) -> None:
         if self._replica is not None:
@@ -119,6 +166,9 @@ class RaftMember:
 
     def start(self) -> None:
         self.replica.start()
+        if self._config.join_addresses:
+            # A learner that joined (now, or before a restart) asks to become a voter.
+            start_promotion(self._config, lambda: self.replica.view, self.replica.stopping)
 
     def stop_replication(self) -> None:
         """Before the server stops: hand leadership over and stop the Raft loop."""

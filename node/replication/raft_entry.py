@@ -57,7 +57,9 @@ _CRC_POS = ENTRY_HEADER_SIZE_BYTES - 4
 _CRC_SKIP_BYTES = 8
 _CRC = struct.Struct(">I")
 _CONF_LENGTH = struct.Struct(">H")
-CONF_ENTRY_SIZE_BYTES = 128
+# Room for a ConfChange whose context is a member address: a 64-character id and an
+# address of up to 156 characters (a Kubernetes pod DNS name and port fit with room to spare).
+CONF_ENTRY_SIZE_BYTES = 256
 MAX_CONF_CHANGE_BYTES = CONF_ENTRY_SIZE_BYTES - ENTRY_HEADER_SIZE_BYTES - _CONF_LENGTH.size
 
 # A record's total_size, magic and physical_offset (field 7 of the spec's table, at byte 28),

@@ -60,7 +60,8 @@ class ReplicaSettings:
 
     node_id: str
     cluster_id: str
-    peer_addresses: dict[str, str]  # every voter, this node included
+    # Every member, this node included (the member's AddressBook, updated in place).
+    peer_addresses: dict[str, str]
     tick_ms: int = 50
     election_ticks: int = 10
     heartbeat_ticks: int = 2
@@ -82,8 +83,11 @@ class Replica:
         store: MessageStore,
         raft_log: RaftLogStorage,
         send: Callable[[Sequence[Message]], None],
+        on_advanced: Callable[[Ready], None] | None = None,
     ) -> None:
         self.settings = settings
+        # Hears every Ready once it is done (the member follows membership changes there).
+        self._on_advanced = on_advanced
         self.store = store
         self.raft_log = raft_log
         self._send = send
@@ -327,6 +331,8 @@ class Replica:
             self.visible.notify_all()
 
     def advanced(self, ready: Ready) -> None:
+        if self._on_advanced is not None:
+            self._on_advanced(ready)
         for read_state in ready.read_states:
             pending = self._reads.get(read_state.context)
             if pending is not None:

@@ -1,4 +1,4 @@
-"""The Admin gRPC service: topics, cluster status, leadership transfer.
+"""The Admin gRPC service: topics, cluster status, leadership transfer, membership changes.
 
 Rules this module keeps:
 - CreateTopic and TransferLeadership go through the WritePath (leader only, replicated);
@@ -11,6 +11,8 @@ Rules this module keeps:
   not a no-op answered OK.
 - ClusterStatus lists voters then learners, each sorted by node id (client.proto), whatever
   order the write path gives.
+- Membership RPCs go through the node's ``Membership`` (Raft mode only; a node without one
+  refuses them with FAILED_PRECONDITION); their answers list voters then learners.
 - Every error becomes a status through ``status_codes.abort_on_error``.
 """
 
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 import grpc
 
-from raftlog.node.errors import InvalidRequestError
+from raftlog.node.errors import InvalidRequestError, MembershipRefusedError
+from raftlog.node.membership import MemberEntry, Membership, MembershipView
 from raftlog.node.services.limits import ServiceLimits, timeout_for_call
 from raftlog.node.services.status_codes import READ_OVERRIDES, ErrorCodes, abort_on_error
 from raftlog.node.services.wire import require_client_topic, require_topic_name
@@ -50,10 +53,17 @@ _REPLICATION_STATES = {
 
 
 class AdminService(client_pb2_grpc.AdminServicer):
-    def __init__(self, store: MessageStore, write_path: WritePath, limits: ServiceLimits) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        write_path: WritePath,
+        limits: ServiceLimits,
+        membership: Membership | None = None,
+    ) -> None:
         self._store = store
         self._write_path = write_path
         self._limits = limits
+        self._membership = membership
 
     def CreateTopic(
         self, request: client_pb2.CreateTopicRequest, context: grpc.ServicerContext
@@ -141,6 +151,79 @@ class AdminService(client_pb2_grpc.AdminServicer):
                 leader_address=view.leader_address or "",
                 term=view.term,
             )
+
+    # --- membership ------------------------------------------------------------------------
+
+    def _require_membership(self) -> Membership:
+        if self._membership is None:
+            raise MembershipRefusedError(
+                "membership changes need replication = raft; this node runs master-slave"
+            )
+        return self._membership
+
+    def _change_timeout_s(self, context: grpc.ServicerContext, limit_s: float) -> float:
+        return timeout_for_call(context.time_remaining(), limit_s)
+
+    def ListMembers(
+        self, request: client_pb2.ListMembersRequest, context: grpc.ServicerContext
+    ) -> client_pb2.ListMembersResponse:
+        with abort_on_error(context):
+            view = self._require_membership().members()
+            return client_pb2.ListMembersResponse(
+                cluster_id=view.cluster_id,
+                members=_members(view),
+                leader_id=view.leader_id or "",
+                leader_address=view.leader_address or "",
+            )
+
+    def AddMember(
+        self, request: client_pb2.AddMemberRequest, context: grpc.ServicerContext
+    ) -> client_pb2.MembershipChangeResponse:
+        with abort_on_error(context):
+            view = self._require_membership().add_learner(
+                request.node_id,
+                request.address,
+                request.cluster_id,
+                timeout_s=self._change_timeout_s(context, self._limits.max_write_timeout_s),
+            )
+            return client_pb2.MembershipChangeResponse(members=_members(view))
+
+    def PromoteMember(
+        self, request: client_pb2.PromoteMemberRequest, context: grpc.ServicerContext
+    ) -> client_pb2.MembershipChangeResponse:
+        with abort_on_error(context):
+            view = self._require_membership().promote(
+                request.node_id,
+                timeout_s=self._change_timeout_s(context, self._limits.max_write_timeout_s),
+            )
+            return client_pb2.MembershipChangeResponse(members=_members(view))
+
+    def RemoveMember(
+        self, request: client_pb2.RemoveMemberRequest, context: grpc.ServicerContext
+    ) -> client_pb2.MembershipChangeResponse:
+        with abort_on_error(context):
+            # Removing the leader transfers leadership first: allow the transfer's time.
+            view = self._require_membership().remove(
+                request.node_id,
+                timeout_s=self._change_timeout_s(context, self._limits.max_transfer_timeout_s),
+            )
+            return client_pb2.MembershipChangeResponse(members=_members(view))
+
+
+def _members(view: MembershipView) -> list[client_pb2.Member]:
+    return [_membership_entry(entry, view.leader_id) for entry in view.members]
+
+
+def _membership_entry(entry: MemberEntry, leader_id: str | None) -> client_pb2.Member:
+    if not entry.voter:
+        role = MemberRole.MEMBER_ROLE_LEARNER
+    elif entry.node_id == leader_id:
+        role = MemberRole.MEMBER_ROLE_LEADER
+    else:
+        role = MemberRole.MEMBER_ROLE_FOLLOWER
+    return client_pb2.Member(
+        node_id=entry.node_id, address=entry.address, role=role, voter=entry.voter
+    )
 
 
 def cluster_status(view: ClusterView) -> client_pb2.ClusterStatusResponse:

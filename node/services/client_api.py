@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from raftlog.node.membership import Membership
 from raftlog.node.services.admin import AdminService
 from raftlog.node.services.consumer import ConsumerService
 from raftlog.node.services.limits import ServiceLimits
@@ -39,13 +40,15 @@ def add_client_services(
     store: MessageStore,
     write_path: WritePath,
     limits: ServiceLimits | None = None,
+    membership: Membership | None = None,
 ) -> ClientServices:
-    """Build the three servicers and add them to ``server`` (before ``server.start()``)."""
+    """Build the three servicers and add them to ``server`` (before ``server.start()``);
+    ``membership``: the node's membership changes (None: the Admin RPCs for them refuse)."""
     limits = limits if limits is not None else ServiceLimits()
     services = ClientServices(
         producer=ProducerService(store, write_path, limits),
         consumer=ConsumerService(store, write_path, limits),
-        admin=AdminService(store, write_path, limits),
+        admin=AdminService(store, write_path, limits, membership),
     )
     client_pb2_grpc.add_ProducerServicer_to_server(services.producer, server)  # type: ignore[no-untyped-call]
     client_pb2_grpc.add_ConsumerServicer_to_server(services.consumer, server)  # type: ignore[no-untyped-call]

@@ -7,6 +7,8 @@ Rules this module keeps:
 - Each error type maps to exactly one code (``status_for``), following errors.proto's table.
   A method may override a type only where the same store error means something else in its
   RPC (``READ_OVERRIDES``, and the per-method overrides the servicers pass), never ad hoc.
+- A refused membership change is FAILED_PRECONDITION too, with a ``raftlog-refused`` trailer
+  and never a NotLeader detail: that is how a client tells it from "not leader".
 - Not leader with a known leader: FAILED_PRECONDITION, message "not leader; leader is <id> at
   <address>", a NotLeader detail packed in ``grpc-status-details-bin`` (an RpcStatus) and the
   address in the ``raftlog-leader`` trailing metadata. No leader known: UNAVAILABLE, no trailer.
@@ -30,12 +32,14 @@ from google.protobuf import any_pb2
 
 from raftlog.node.errors import (
     InvalidRequestError,
+    MembershipRefusedError,
     NotLeaderError,
     OverloadedError,
     SequenceForgottenError,
     SequenceGapError,
     ShuttingDownError,
     TransferFailedError,
+    UnknownMemberError,
     UnknownOutcomeError,
 )
 from raftlog.node.services.limits import DeadlinePassedError
@@ -58,6 +62,7 @@ _LOGGER = logging.getLogger(__name__)
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 LEADER_METADATA_KEY = "raftlog-leader"
+REFUSED_METADATA_KEY = "raftlog-refused"
 UNKNOWN_OUTCOME_PREFIX = "unknown outcome"
 # gRPC sends the status message in a header: keep an unexpected error's text bounded.
 _MAX_DETAILS_CHARS = 2000
@@ -79,6 +84,7 @@ _CODES: dict[type[BaseException], Any] = {
     # A pre-encoded Produce record that does not decode; on reads see READ_OVERRIDES.
     CorruptRecordError: Code.INVALID_ARGUMENT,
     UnknownTopicError: Code.NOT_FOUND,
+    UnknownMemberError: Code.NOT_FOUND,
     # Negative queue ids never reach the store (wire.require_non_negative refuses them), so
     # the store's InvalidQueueIdError here means "not below the topic's queue count".
     InvalidQueueIdError: Code.NOT_FOUND,
@@ -114,6 +120,10 @@ def status_for(error: BaseException, overrides: ErrorCodes | None = None) -> Sta
     """The status answering ``error``; ``overrides`` replace the table for some types."""
     if isinstance(error, NotLeaderError):
         return _not_leader_status(error)
+    if isinstance(error, MembershipRefusedError):
+        return StatusAnswer(
+            Code.FAILED_PRECONDITION, str(error), ((REFUSED_METADATA_KEY, "precondition"),)
+        )
     code = Code.INTERNAL
     for error_type in type(error).__mro__:
         if overrides is not None and error_type in overrides:

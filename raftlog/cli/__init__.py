@@ -4,7 +4,8 @@ Rules: every subcommand imports its implementation lazily (start-up stays fast),
 readable errors to stderr and exits non-zero on failure (2 usage/configuration, 1 operation
 failed, 3 unknown outcome; see common.py); no traceback for operating errors. One module per
 command group: node.py (node start), health.py (node health), cluster.py (cluster
-up/down/status), client.py (topic, produce, consume, query, leader), chaos.py (chaos run,
+up/down/status), member.py (member list/add/remove/promote), client.py (topic, produce,
+consume, query, leader), chaos.py (chaos run,
 chaos check), testing.py (testing sweep: what dead test runs left in Docker) and demo.py (the
 single-node store demonstration).
 """
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     from raftlog.cli import cluster as cli_cluster
     from raftlog.cli import controller as cli_controller
     from raftlog.cli import health as cli_health
+    from raftlog.cli import member as cli_member
     from raftlog.cli import node as cli_node
     from raftlog.cli import testing as cli_testing
 
@@ -33,11 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser(
         "bench", help="run a benchmark (remaining arguments go to it; try --help)"
     )
-    bench.add_argument("target", choices=("store", "raft", "cluster", "compare", "modes"))
+    bench.add_argument(
+        "target", choices=("store", "raft", "cluster", "compare", "modes", "pipeline")
+    )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     cli_node.add_parser(commands)
     cli_health.add_parser(commands)
     cli_cluster.add_parser(commands)
+    cli_member.add_parser(commands)
     cli_client.add_parsers(commands)
     cli_chaos.add_parser(commands)
     cli_controller.add_parser(commands)
@@ -68,6 +73,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             from raftlog.bench import modes as bench_modes
 
             return bench_modes.main(args.bench_args)
+        if args.target == "pipeline":
+            from raftlog.bench import pipeline as bench_pipeline
+
+            return bench_pipeline.main(args.bench_args)
         from raftlog.bench import raft as bench_raft
 
         return bench_raft.main(args.bench_args)
@@ -81,6 +90,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from raftlog.cli import cluster as cli_cluster
 
         return cli_cluster.run(args)
+    if args.command == "member":
+        from raftlog.cli import member as cli_member
+
+        return cli_member.run(args)
     if args.command == "controller":
         from raftlog.cli import controller as cli_controller
 

@@ -3,7 +3,8 @@
 Rules this module keeps: `up` leaves the nodes running in the background and returns once a
 leader is known (printing a dot about every half second while waiting); `down` stops only the
 processes recorded in <data-dir>/cluster.json; `status` asks every member for its own view and
-the leader for the lag, and prints one table row per member.
+the leader for the lag, and prints one table row per member (voter or learner) and a summary
+of the membership.
 """
 
 from __future__ import annotations
@@ -146,7 +147,11 @@ def _status(args: argparse.Namespace) -> int:
     lag = {m.node_id: m for m in (leader_view.members if leader_view else ())}
     listed = {m.address: m.node_id for m in members.members}
     master_slave = members.replication == "master-slave"
-    rows = (_master_slave_rows if master_slave else _raft_rows)(views, lag, listed)
+    if master_slave:
+        rows = _master_slave_rows(views, lag, listed)
+    else:
+        kinds = {m.node_id: "voter" if m.voter else "learner" for m in members.members}
+        rows = _raft_rows(views, lag, listed, kinds)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
@@ -159,7 +164,12 @@ def _status(args: argparse.Namespace) -> int:
             f"master {leader}, epoch {term}, in sync {in_sync or 'none'}"
         )
     else:
-        print(f"cluster {members.cluster_id}: leader {leader}, term {term}")
+        voters = ",".join(m.node_id for m in members.members if m.voter)
+        learners = ",".join(m.node_id for m in members.members if not m.voter)
+        print(
+            f"cluster {members.cluster_id}: leader {leader}, term {term}; "
+            f"voters {voters or 'none'}, learners {learners or 'none'}"
+        )
     return EXIT_OK
 
 
@@ -167,21 +177,28 @@ Row = tuple[str, ...]
 
 
 def _raft_rows(
-    views: dict[str, ClusterStatus | None], lag: dict[str, Member], listed: dict[str, str]
+    views: dict[str, ClusterStatus | None],
+    lag: dict[str, Member],
+    listed: dict[str, str],
+    kinds: dict[str, str],
 ) -> list[Row]:
+    """One row per member; MEMBER is voter or learner ("-" for a node the membership no
+    longer lists, e.g. one just removed)."""
     rows: list[Row] = [
-        ("NODE", "ADDRESS", "ROLE", "TERM", "COMMIT", "APPLIED", "LAST", "LAG", "ACTIVE")
+        ("NODE", "ADDRESS", "MEMBER", "ROLE", "TERM", "COMMIT", "APPLIED", "LAST", "LAG", "ACTIVE")
     ]
     for address, view in views.items():
         node_id = view.node_id if view else listed.get(address, "?")
         progress = lag.get(node_id)
+        kind = kinds.get(node_id, "-")
         if view is None:
-            rows.append((node_id, address, "down", "-", "-", "-", "-", "-", "-"))
+            rows.append((node_id, address, kind, "down", "-", "-", "-", "-", "-", "-"))
             continue
         rows.append(
             (
                 node_id,
                 address,
+                kind,
                 view.role,
                 str(view.term),
                 str(view.commit_index),

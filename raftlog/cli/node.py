@@ -21,6 +21,8 @@ _HELP = {
     "advertise_address": "host:port others use for this node (default: the listen address)",
     "cluster_id": "the cluster's name (default raftlog)",
     "durability": "fsync (default) or write: what a majority must do before a write is acked",
+    "join": "host:port,... of members to ask to add this node (fresh data dir): it joins as "
+    "a learner, catches up, then asks to be promoted to voter",
 }
 
 

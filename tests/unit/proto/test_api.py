@@ -46,6 +46,10 @@ EXPECTED_METHODS: dict[str, dict[str, tuple[bool, bool]]] = {
         "DescribeTopic": UNARY,
         "ClusterStatus": UNARY,
         "TransferLeadership": UNARY,
+        "ListMembers": UNARY,
+        "AddMember": UNARY,
+        "PromoteMember": UNARY,
+        "RemoveMember": UNARY,
     },
     "raftlog.v1.RaftPeer": {
         "Messages": BIDI_STREAMING,
