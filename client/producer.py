@@ -80,6 +80,14 @@ class _Batch:
     uniq_keys: list[str] = field(default_factory=list)
     single: bool = False
 
+    @classmethod
+    def of(cls, topic: str, messages: list[Any], *, single: bool = False) -> _Batch:
+        """A new batch of ProduceMessages."""
+        if not messages:
+            raise ValueError("a batch holds at least one message")
+        uniq_keys = [m.uniq_key for m in messages]
+        return cls(topic, messages, Future(), uniq_keys=uniq_keys, single=single)
+
     def settle(self, results: list[SendResult]) -> None:
         self.future.set_result(results[0] if self.single else results)
 
@@ -109,21 +117,58 @@ class _UniqKeys:
 _UNIQ_KEYS = _UniqKeys()
 
 
-def _to_proto(message: OutgoingMessage) -> Any:
-    proto = client_pb2.ProduceMessage(
-        keys=list(message.keys),
+def _message_proto(
+    body: bytes,
+    *,
+    keys: Sequence[str] = (),
+    tags: str = "",
+    queue_id: int | None = None,
+    sharding_key: str | None = None,
+    properties: Mapping[str, str] | Sequence[tuple[str, str]] = (),
+    uniq_key: str = "",
+    flag: int = 0,
+    born_timestamp_ms: int = 0,
+) -> Any:
+    """One ProduceMessage, setting only the fields given (each keyword a protobuf call saved:
+    this runs once per message, and was a fifth of ``send_async``'s time)."""
+    if not isinstance(body, bytes):
+        if not isinstance(body, bytearray | memoryview):
+            raise TypeError(f"body must be bytes, not {type(body).__name__}")
+        body = bytes(body)
+    proto = client_pb2.ProduceMessage(body=body, uniq_key=uniq_key or _UNIQ_KEYS.next())
+    if keys:
+        proto.keys.extend(keys)
+    if tags:
+        proto.tags = tags
+    if properties:
+        proto.properties.extend(_properties(properties))
+    if flag:
+        proto.flag = flag
+    if born_timestamp_ms:
+        proto.born_timestamp_ms = born_timestamp_ms
+    if queue_id is not None:
+        if sharding_key is not None:
+            raise ValueError("set at most one of queue_id and sharding_key")
+        proto.queue_id = queue_id
+    elif sharding_key is not None:
+        proto.sharding_key = sharding_key
+    return proto
+
+
+def _to_proto(message: OutgoingMessage | bytes) -> Any:
+    if not isinstance(message, OutgoingMessage):
+        return _message_proto(message)
+    return _message_proto(
+        message.body,
+        keys=message.keys,
         tags=message.tags,
-        uniq_key=message.uniq_key or _UNIQ_KEYS.next(),
-        properties=_properties(message.properties),
-        body=bytes(message.body),
+        queue_id=message.queue_id,
+        sharding_key=message.sharding_key,
+        properties=message.properties,
+        uniq_key=message.uniq_key,
         flag=message.flag,
         born_timestamp_ms=message.born_timestamp_ms,
     )
-    if message.queue_id is not None:
-        proto.queue_id = message.queue_id
-    elif message.sharding_key is not None:
-        proto.sharding_key = message.sharding_key
-    return proto
 
 
 class Producer:
@@ -208,29 +253,27 @@ class Producer:
     ) -> SendResult:
         """Send one message and wait for it to be stored. Raises a RaftlogError subclass;
         UnknownOutcomeError means it may or may not be stored (never "failed")."""
-        message = OutgoingMessage(
-            body=body,
-            keys=([key] if key else []) + list(keys),
+        message = _message_proto(
+            body,
+            keys=([key] if key else []) + list(keys) if key or keys else (),
             tags=tags,
             queue_id=queue_id,
             sharding_key=sharding_key,
             properties=properties,
             uniq_key=uniq_key,
         )
-        return self._send_now(topic, [message])[0]
+        results: list[SendResult] = self._send_batch_now(_Batch.of(topic, [message]))
+        return results[0]
 
     def send_batch(
         self, topic: str, messages: Sequence[OutgoingMessage | bytes]
     ) -> list[SendResult]:
         """Send a batch (stored atomically: all or none) and wait; results in order."""
-        return self._send_now(topic, messages)
+        return self._send_batch_now(_Batch.of(topic, [_to_proto(m) for m in messages]))
 
-    def _send_now(
-        self, topic: str, messages: Sequence[OutgoingMessage | bytes]
-    ) -> list[SendResult]:
+    def _send_batch_now(self, batch: _Batch) -> list[SendResult]:
         """Send from this thread when nothing is queued or being sent (the order then holds
         trivially); otherwise queue behind the others and wait."""
-        batch = self._new_batch(topic, messages)
         with self._submit_lock:
             if self._closed:
                 raise RaftlogError("the producer is closed")
@@ -261,16 +304,16 @@ class Producer:
     ) -> Future[SendResult]:
         """Queue one message; the future holds its SendResult or RaftlogError. Messages of
         one producer are stored in the order they were queued."""
-        message = OutgoingMessage(
-            body=body,
-            keys=([key] if key else []) + list(keys),
+        message = _message_proto(
+            body,
+            keys=([key] if key else []) + list(keys) if key or keys else (),
             tags=tags,
             queue_id=queue_id,
             sharding_key=sharding_key,
             properties=properties,
             uniq_key=uniq_key,
         )
-        batch = self._new_batch(topic, [message], single=True)
+        batch = _Batch.of(topic, [message], single=True)
         with self._submit_lock:
             if self._closed:
                 raise RaftlogError("the producer is closed")
@@ -282,30 +325,12 @@ class Producer:
         self, topic: str, messages: Sequence[OutgoingMessage | bytes]
     ) -> Future[list[SendResult]]:
         """Queue a batch; the future holds the results in order, or a RaftlogError."""
-        batch = self._new_batch(topic, messages)
+        batch = _Batch.of(topic, [_to_proto(m) for m in messages])
         with self._submit_lock:
             if self._closed:
                 raise RaftlogError("the producer is closed")
             self._enqueue(batch)
         return batch.future
-
-    @staticmethod
-    def _new_batch(
-        topic: str, messages: Sequence[OutgoingMessage | bytes], *, single: bool = False
-    ) -> _Batch:
-        if not messages:
-            raise ValueError("a batch holds at least one message")
-        protos = [
-            _to_proto(m if isinstance(m, OutgoingMessage) else OutgoingMessage(body=m))
-            for m in messages
-        ]
-        return _Batch(
-            topic=topic,
-            messages=protos,
-            future=Future(),
-            uniq_keys=[p.uniq_key for p in protos],
-            single=single,
-        )
 
     def _enqueue(self, batch: _Batch) -> None:
         """Queue ``batch`` for the sender thread (the caller holds ``_submit_lock``)."""
