@@ -46,6 +46,11 @@ from raftlog.proto import client_pb2
 _MULTI_QUEUE_POLL_SLICE_S = 0.2
 # Extra time a Pull's RPC deadline gets over its long-poll timeout (the server answers by then).
 _RPC_SLACK_S = 2.0
+_ATTEMPT_TIMEOUT_S = 10.0
+# Messages per Pull: the server's cap. A Pull answers with what is there (it never waits to
+# fill a batch), so a large default costs nothing when traffic is light; RocketMQ's 32 cost a
+# round trip per 32 messages (27k msgs/s of 1 KiB against 87-104k with 1,024).
+DEFAULT_MAX_MESSAGES = 1024
 
 
 class Consumer:
@@ -64,7 +69,7 @@ class Consumer:
         *,
         tags: Sequence[str] = (),
         from_beginning: bool = False,
-        max_messages: int = 32,
+        max_messages: int = DEFAULT_MAX_MESSAGES,
         timeout_s: float = 30.0,
     ) -> None:
         if not group:
@@ -79,7 +84,11 @@ class Consumer:
         self._max_messages = max_messages
         self._owns_connection = not isinstance(addresses, Connection)
         self._connection = addresses if isinstance(addresses, Connection) else Connection(addresses)
-        self._policy = RetryPolicy(total_timeout_s=timeout_s, attempt_timeout_s=timeout_s)
+        # Several attempts fit in the total, so a member that does not answer (cut off, or
+        # frozen while no newer leader is known yet) is given up for another.
+        self._policy = RetryPolicy(
+            total_timeout_s=timeout_s, attempt_timeout_s=min(_ATTEMPT_TIMEOUT_S, timeout_s)
+        )
         # queue id -> next queue offset to consume; None until the first poll.
         self._positions: dict[int, int] | None = None
         self._committed: dict[int, int] = {}
