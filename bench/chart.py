@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 PANELS = (
     ("Throughput (msgs/s, log scale)", ("produce", "consume"), True),
     ("Sync produce latency (ms, log scale)", ("latency-p50", "latency-p99"), True),
-    ("Failover: kill -9 leader to first ack (s)", ("failover",), False),
+    ("Failover: leader killed / frozen to first ack (s)", ("failover", "failover-pause"), False),
     ("raftlog produce by queue count (msgs/s)", ("queues",), False),
 )
 COLOURS = {"raftlog": "#1f77b4", "nats": "#ff7f0e"}
@@ -27,8 +27,8 @@ def _label(figure: Figure) -> str:
     if figure.figure == "queues":
         count = figure.queue_count or 0
         return f"{count:,} queue{'s' if count > 1 else ''}"
-    if figure.figure == "failover":
-        return figure.durability
+    if figure.figure.startswith("failover"):
+        return "frozen" if figure.figure == "failover-pause" else "killed"
     return f"{figure.figure}\n{figure.durability} {figure.body_bytes} B"
 
 

@@ -44,6 +44,17 @@ def _both_systems_figures() -> set[tuple[object, ...]]:
     return expected | {("failover", "fsync", compare_rounds.FAILOVER_BODY_BYTES, None)}
 
 
+def _raw_path_figures() -> set[tuple[object, ...]]:
+    """raftlog's raw-path rows (the gRPC stub), labelled apart from the typed client's."""
+    from raftlog.bench.cluster import BODY_SIZES_BYTES
+
+    return {
+        (name, "fsync", body, None)
+        for name in ("produce-raw", "latency-raw-p50", "latency-raw-p99")
+        for body in BODY_SIZES_BYTES
+    }
+
+
 def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
     from raftlog.bench import compare, compare_rounds
 
@@ -68,7 +79,10 @@ def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
     report = json.loads(report_path.read_text())
     assert report["bench"] == "compare"
     figures = _figures(report, "raftlog")
-    expected = _both_systems_figures()
+    expected = _both_systems_figures() | _raw_path_figures()
+    expected |= {
+        ("failover-pause", "fsync", compare_rounds.FAILOVER_BODY_BYTES, None),
+    }
     expected |= {
         ("queues", "fsync", compare_rounds.QUEUE_BODY_BYTES, n)
         for n in compare_rounds.QUICK_QUEUE_COUNTS
@@ -77,7 +91,7 @@ def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
     assert all(value > 0 for value in figures.values()), figures
     assert not _figures(report, "nats"), "NATS was not asked for"
     targets = {t["target"] for t in report["targets"]}
-    assert "failover median <= 1 s" in targets
+    assert {"leader killed: first ack <= 0.1 s", "leader frozen: first ack <= 1.5 s"} <= targets
     # The master-slave modes, beside Raft mode on the same workloads (failover: Raft only).
     for mode in ("sync-master", "async-master"):
         moded = {
@@ -85,7 +99,8 @@ def test_quick_compare_raftlog_side(tmp_path: Path) -> None:
             for f in report["figures"]
             if mode in f["modes"]
         }
-        assert set(moded) == {(k[0], k[2]) for k in _both_systems_figures() if k[0] != "failover"}
+        expected_modes = _both_systems_figures() | _raw_path_figures()
+        assert set(moded) == {(k[0], k[2]) for k in expected_modes if k[0] != "failover"}
         assert all(value > 0 for value in moded.values()), moded
         assert any(t.startswith(f"{mode} produce") for t in targets)
     assert report["versions"]["nats-server"] == "not used"
