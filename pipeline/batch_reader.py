@@ -10,6 +10,9 @@ Rules this module keeps:
   4.1+ refuses any reader that defines it while ``spark.sql.python.filterPushdown.enabled``
   is off (its default), so the plain reader must not.
 - An empty read plans one empty range (Spark wants at least one partition).
+- With the ``replica`` option every range is read from that member's own copy
+  (replica_reader.py); the plan still comes from the cluster, so every replica of an audit is
+  read over the same offsets.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from raftlog.pipeline.options import ReadOptions
 from raftlog.pipeline.pushdown import Pushed, analyse, narrow_by_key, narrow_by_time
 from raftlog.pipeline.queue_ranges import ClusterView, QueueRange, batch_ranges, split
 from raftlog.pipeline.range_reader import read_range
+from raftlog.pipeline.replica_reader import read_replica_range
 
 LOG = logging.getLogger(__name__)
 
@@ -54,6 +58,13 @@ class RaftlogBatchReader(DataSourceReader):
         assert isinstance(partition, QueueRange)
         if partition.size == 0:
             return iter(())
+        if self.options.replica is not None:
+            return read_replica_range(
+                self.options.replica,
+                partition,
+                fail_on_data_loss=self.options.fail_on_data_loss,
+                timeout_s=self.options.timeout_s,
+            )
         return read_range(
             self.options.servers,
             partition,

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 # Kafka's special offsets in a JSON offsets option.
 EARLIEST = -2
 LATEST = -1
+# Longer job ids still work (producer ids over the server's limit are hashed) but read badly
+# in the server's logs.
+MAX_JOB_ID_CHARS = 48
 
 
 class OptionError(ValueError):
@@ -55,6 +58,9 @@ class ReadOptions:
     fail_on_data_loss: bool
     timeout_s: float
     pushdown: bool = False
+    # One member's address: every Pull goes to it alone and reads its own copy (this_replica),
+    # for replica audits. None: any member serves.
+    replica: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,10 @@ class WriteOptions:
     # For tests of the exactly-once claim: a task's FIRST attempt fails on purpose once it has
     # stored this many rows (its retry must then store nothing twice). None: never.
     fail_first_attempt_after_rows: int | None = None
+    # A batch write's job id (producer ids ``<job id>.<partition>``); None: a fresh UUID per
+    # write. The same id again re-sends under the same producer ids, so a re-run of the same
+    # input with the same partitioning stores nothing twice.
+    job_id: str | None = None
 
 
 def _lowered(options: Mapping[str, str]) -> dict[str, str]:
@@ -150,6 +160,27 @@ def _bool_option(options: dict[str, str], name: str, default: bool) -> bool:
     return text.strip().lower() == "true"
 
 
+def _address(options: dict[str, str], name: str) -> str | None:
+    text = options.get(name.lower(), "").strip()
+    if not text:
+        return None
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or "," in text:
+        raise OptionError(f"option {name!r}: {text!r} is not one host:port")
+    return text
+
+
+def _job_id(options: dict[str, str]) -> str | None:
+    text = options.get("jobid")
+    if text is None:
+        return None
+    if not text.strip() or any(c.isspace() for c in text) or len(text) > MAX_JOB_ID_CHARS:
+        raise OptionError(
+            f"option 'jobId': {text!r} must be 1 to {MAX_JOB_ID_CHARS} characters, no spaces"
+        )
+    return text
+
+
 def _timeout_s(options: dict[str, str]) -> float:
     timeout_ms = _int_option(options, "timeoutMs", 1)
     return 30.0 if timeout_ms is None else timeout_ms / 1000
@@ -162,6 +193,8 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     topics = _topics(lowered)
     if streaming and ("endingoffsets" in lowered or "endingtimestamp" in lowered):
         raise OptionError("options 'endingOffsets' / 'endingTimestamp' are for batch reads only")
+    if streaming and "replica" in lowered:
+        raise OptionError("option 'replica' is for batch reads only (replica audits)")
     if not streaming and "maxoffsetspertrigger" in lowered:
         raise OptionError("option 'maxOffsetsPerTrigger' is for streaming reads only")
     starting = parse_offsets(
@@ -185,11 +218,12 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         fail_on_data_loss=_bool_option(lowered, "failOnDataLoss", True),
         timeout_s=_timeout_s(lowered),
         pushdown=_bool_option(lowered, "pushdown", False),
+        replica=_address(lowered, "replica"),
     )
 
 
 def write_options(options: Mapping[str, str]) -> WriteOptions:
-    """The sink's options: ``servers`` and an optional ``topic`` (one topic)."""
+    """The sink's options: ``servers``, an optional ``topic`` (one topic) and ``jobId``."""
     lowered = _lowered(options)
     topic = lowered.get("topic", "").strip() or None
     if topic is not None and "," in topic:
@@ -199,4 +233,5 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         topic=topic,
         timeout_s=_timeout_s(lowered),
         fail_first_attempt_after_rows=_int_option(lowered, "failFirstAttemptAfterRows", 1),
+        job_id=_job_id(lowered),
     )

@@ -53,8 +53,10 @@ class RaftlogDataSource(DataSource):
         parsed = write_options(self.options)
         check_sink_schema(schema, parsed)
         # Made once on the driver and pickled into every task: a retried task of this job
-        # gets the same id (so its resends are recognised); another job gets another one.
-        return RaftlogWriter(parsed, schema.fieldNames(), job_id=uuid.uuid4().hex)
+        # gets the same id (so its resends are recognised); another job gets another one,
+        # unless the ``jobId`` option names it (a deliberate re-run of the same input).
+        job_id = parsed.job_id or uuid.uuid4().hex
+        return RaftlogWriter(parsed, schema.fieldNames(), job_id=job_id)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         _append_only(overwrite)

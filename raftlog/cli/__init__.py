@@ -6,8 +6,8 @@ failed, 3 unknown outcome; see common.py); no traceback for operating errors. On
 command group: node.py (node start), health.py (node health), cluster.py (cluster
 up/down/status), member.py (member list/add/remove/promote), client.py (topic, produce,
 consume, query, leader), chaos.py (chaos run,
-chaos check), testing.py (testing sweep: what dead test runs left in Docker) and demo.py (the
-single-node store demonstration).
+chaos check), testing.py (testing sweep: what dead test runs left in Docker), pipeline.py
+(pipeline <job>: the Spark jobs) and demo.py (the single-node store demonstration).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     from raftlog.cli import health as cli_health
     from raftlog.cli import member as cli_member
     from raftlog.cli import node as cli_node
+    from raftlog.cli import pipeline as cli_pipeline
     from raftlog.cli import testing as cli_testing
 
     parser = argparse.ArgumentParser(
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_chaos.add_parser(commands)
     cli_controller.add_parser(commands)
     cli_testing.add_parser(commands)
+    cli_pipeline.add_parser(commands)
     return parser
 
 
