@@ -340,6 +340,8 @@ class Member:
     lag_bytes: int = 0
     lag_ms: int = 0
     in_sync: bool = False
+    # The member's Prometheus endpoint; only on the answering node's own entry ("" = none).
+    metrics_url: str = ""
 
     @classmethod
     def from_proto(cls, member: Any) -> Member:
@@ -358,6 +360,7 @@ class Member:
             lag_bytes=member.lag_bytes,
             lag_ms=member.lag_ms,
             in_sync=member.in_sync,
+            metrics_url=member.metrics_url,
         )
 
 

@@ -42,11 +42,11 @@ class ConfigError(ValueError):
     """A configuration value is missing or wrong; the message names the field and the fix."""
 
 
-def parse_address(value: str, what: str) -> tuple[str, int]:
+def parse_address(value: str, what: str, *, min_port: int = 1) -> tuple[str, int]:
     """Split ``"host:port"`` (IPv6 as ``"[::1]:7701"``) into host and port.
 
     ``what`` names the field in the error message. Raises ConfigError when the host is empty or
-    malformed or the port is not an integer in 1..65535.
+    malformed or the port is not an integer in ``min_port``..65535 (0 = "any free port").
     """
     if not isinstance(value, str):
         raise ConfigError(f"{what}: {value!r} is not a string of the form host:port")
@@ -61,8 +61,8 @@ def parse_address(value: str, what: str) -> tuple[str, int]:
         raise ConfigError(
             f"{what}: {value!r} has a malformed host {host!r} (IPv6 hosts go in brackets)"
         )
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
-        raise ConfigError(f"{what}: {value!r} has port {port_text!r}; it must be 1..65535")
+    if not port_text.isdigit() or not min_port <= int(port_text) <= 65535:
+        raise ConfigError(f"{what}: {value!r} has port {port_text!r}; it must be {min_port}..65535")
     return host, int(port_text)
 
 
@@ -120,6 +120,9 @@ class NodeConfig:
     # smaller values do not lower single-message latency (the threads a message crosses
     # mostly block, which hands the GIL over at once) and cost batch throughput.
     switch_interval_us: int = 5000
+    # The Prometheus endpoint's "host:port" (its own port; port 0 picks a free one); None =
+    # no endpoint. docs/operations.md, "Metrics", lists what it serves.
+    metrics_listen: str | None = None
     # -- master-slave mode (RocketMQ's classic HA; docs/replication.md). In "raft" mode these
     # keep their defaults: a master-slave setting given to a Raft node is refused.
     replication: str = "raft"
@@ -156,6 +159,7 @@ class NodeConfig:
         parse_address(self.listen_address, "listen_address")
         if self.advertise_address is not None:
             parse_address(self.advertise_address, "advertise_address")
+        self._check_metrics_listen()
         self._check_peers()
         if not isinstance(self.data_dir, str) or not self.data_dir:
             raise ConfigError("data_dir: must be a non-empty path")
@@ -216,6 +220,16 @@ class NodeConfig:
         problem = master_slave_problem(self)
         if problem is not None:
             raise ConfigError(problem)
+
+    def _check_metrics_listen(self) -> None:
+        if self.metrics_listen is None:
+            return
+        parse_address(self.metrics_listen, "metrics_listen", min_port=0)
+        if self.metrics_listen == self.listen_address:
+            raise ConfigError(
+                f"metrics_listen: {self.metrics_listen!r} is the listen address; the metrics "
+                "endpoint needs a port of its own"
+            )
 
     def _check_peers(self) -> None:
         if not isinstance(self.peers, dict) or not self.peers:

@@ -35,6 +35,7 @@ _OPTIONAL_FIELDS = frozenset(
         "min_in_sync_replicas",
         "ha_master_address",
         "controller_addresses",
+        "metrics_listen",
         "join",
     }
 )

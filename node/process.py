@@ -4,9 +4,11 @@ A node is its replication member (node/replication/member.py for replication = "
 node/masterslave/group.py for "master-slave"), which opens the store and everything that
 replicates it, plus the gRPC server and a housekeeping thread. Start order: the member
 (recovering the store: readers see only what was committed before), then the server; then
-SERVING. Stop order (graceful, on SIGTERM/SIGINT): NOT_SERVING, the member's replication
-(a Raft leader hands leadership over first), the server, then the member's files (syncing
-them; the store writes its checkpoint and clean-stop marker).
+SERVING, and the metrics endpoint when ``metrics_listen`` is set (its port is bound before
+anything starts, like the gRPC port). Stop order (graceful, on SIGTERM/SIGINT): NOT_SERVING,
+the member's replication (a Raft leader hands leadership over first), the server, the metrics
+endpoint, then the member's files (syncing them; the store writes its checkpoint and
+clean-stop marker).
 
 Rules this module keeps: a housekeeping thread checkpoints the store every second (it bounds
 what recovery re-dispatches) and every few seconds asks the member to run retention (the
@@ -25,6 +27,7 @@ from types import FrameType
 
 from raftlog.node.config import NodeConfig, parse_address
 from raftlog.node.masterslave.group import MasterSlaveMember
+from raftlog.node.metrics import NodeMetrics
 from raftlog.node.replication.member import RaftMember
 from raftlog.node.replication.replica import Replica
 from raftlog.node.server import NodeServer
@@ -63,7 +66,13 @@ class Node:
             max_write_timeout_s=config.max_write_timeout_ms / 1000,
             message_limits=config.store_config().limits,
         )
+        self.metrics: NodeMetrics | None = None
         try:
+            if config.metrics_listen is not None:
+                advertised_host, _ = parse_address(config.advertised, "advertise_address")
+                self.metrics = NodeMetrics(
+                    config.metrics_listen, advertised_host, self.store, self.member.write_path
+                )
             self.server = NodeServer(
                 config.listen_address,
                 self.store,
@@ -72,8 +81,11 @@ class Node:
                 self.member.peer_service_name,
                 limits,
                 self.member.membership if isinstance(self.member, RaftMember) else None,
+                self.metrics,
             )
         except BaseException:
+            if self.metrics is not None:
+                self.metrics.stop()
             self.member.close()
             raise
         self._stopped = threading.Event()
@@ -101,6 +113,9 @@ class Node:
     def start(self) -> None:
         self.member.start()
         self.server.start()
+        if self.metrics is not None:
+            self.metrics.start()
+            _log.info("node %s serves metrics at %s", self.config.node_id, self.metrics.url)
         self._housekeeper.start()
         _log.info(
             "node %s serving on %s (cluster %s, %s, peers %s)",
@@ -115,6 +130,8 @@ class Node:
         self._stopped.set()
         self.member.stop_replication()
         self.server.stop(_SERVER_GRACE_S)
+        if self.metrics is not None:
+            self.metrics.stop()
         self._housekeeper.join()
         self.member.close()
         _log.info("node %s stopped", self.config.node_id)

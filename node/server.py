@@ -18,6 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from raftlog.node.membership import Membership
+from raftlog.node.metrics import NodeMetrics
 from raftlog.node.services.client_api import ClientServices, add_client_services
 from raftlog.node.services.limits import ServiceLimits
 from raftlog.node.write_path import WritePath
@@ -52,13 +53,20 @@ class NodeServer:
         peer_service_name: str,
         limits: ServiceLimits,
         membership: Membership | None = None,
+        metrics: NodeMetrics | None = None,
     ) -> None:
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=_MAX_WORKERS, thread_name_prefix="grpc"),
             options=_SERVER_OPTIONS,
+            interceptors=(metrics.rpc,) if metrics is not None else (),
         )
         self._services: ClientServices = add_client_services(
-            self._server, store, write_path, limits, membership
+            self._server,
+            store,
+            write_path,
+            limits,
+            membership,
+            metrics_url=metrics.url if metrics is not None else "",
         )
         add_peer_service(self._server)
         self._service_names = (*CLIENT_SERVICE_NAMES, peer_service_name)

@@ -445,7 +445,7 @@ class ClusterStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Member(_message.Message):
-    __slots__ = ("node_id", "address", "role", "voter", "has_progress", "match_index", "lag_entries", "replication_state", "inflight_appends", "recent_active", "lag_bytes", "lag_ms", "in_sync")
+    __slots__ = ("node_id", "address", "role", "voter", "has_progress", "match_index", "lag_entries", "replication_state", "inflight_appends", "recent_active", "lag_bytes", "lag_ms", "in_sync", "metrics_url")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -459,6 +459,7 @@ class Member(_message.Message):
     LAG_BYTES_FIELD_NUMBER: _ClassVar[int]
     LAG_MS_FIELD_NUMBER: _ClassVar[int]
     IN_SYNC_FIELD_NUMBER: _ClassVar[int]
+    METRICS_URL_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     address: str
     role: MemberRole
@@ -472,7 +473,8 @@ class Member(_message.Message):
     lag_bytes: int
     lag_ms: int
     in_sync: bool
-    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., role: _Optional[_Union[MemberRole, str]] = ..., voter: _Optional[bool] = ..., has_progress: _Optional[bool] = ..., match_index: _Optional[int] = ..., lag_entries: _Optional[int] = ..., replication_state: _Optional[_Union[ReplicationState, str]] = ..., inflight_appends: _Optional[int] = ..., recent_active: _Optional[bool] = ..., lag_bytes: _Optional[int] = ..., lag_ms: _Optional[int] = ..., in_sync: _Optional[bool] = ...) -> None: ...
+    metrics_url: str
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., role: _Optional[_Union[MemberRole, str]] = ..., voter: _Optional[bool] = ..., has_progress: _Optional[bool] = ..., match_index: _Optional[int] = ..., lag_entries: _Optional[int] = ..., replication_state: _Optional[_Union[ReplicationState, str]] = ..., inflight_appends: _Optional[int] = ..., recent_active: _Optional[bool] = ..., lag_bytes: _Optional[int] = ..., lag_ms: _Optional[int] = ..., in_sync: _Optional[bool] = ..., metrics_url: _Optional[str] = ...) -> None: ...
 
 class ClusterStatusResponse(_message.Message):
     __slots__ = ("cluster_id", "node_id", "role", "leader_id", "leader_address", "term", "commit_index", "applied_index", "last_index", "members", "transferring_to", "replication", "broker_name", "broker_role")

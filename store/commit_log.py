@@ -34,6 +34,8 @@ Rules this module keeps:
   truncation happened meanwhile. A failed fsync is sticky (FlushFailedError forever after):
   after a failed fsync the kernel may have dropped the dirty pages, so a later "successful"
   fsync would be a lie.
+- ``on_fsync``, when set, is called with the seconds each successful flush spent syncing (the
+  node's fsync latency metric): once per flush that had something to sync, outside ``_lock``.
 - Truncation (``truncate_after``, ``recover``) is durable before it returns, and removes later
   segments newest first, so whatever a crash leaves is a prefix of the log.
 
@@ -51,6 +53,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -142,6 +145,8 @@ class CommitLog:
         self._timestamps: dict[Segment, tuple[int, int | None]] = {}
         self._truncation_epoch = 0
         self._dir_dirty = False
+        # Told how long each flush's syncs took (seconds); set by an observer, e.g. metrics.
+        self.on_fsync: Callable[[float], None] | None = None
         fs.makedirs(directory)
         starts = sorted(
             start
@@ -186,6 +191,11 @@ class CommitLog:
     def flushed_offset(self) -> int:
         """Every byte below this offset is durable."""
         return self._flushed_offset
+
+    @property
+    def segment_count(self) -> int:
+        """Segment files the log holds (the newest included)."""
+        return len(self._segments)
 
     @property
     def open_segment_count(self) -> int:
@@ -279,6 +289,7 @@ class CommitLog:
                 ]
             if target <= flushed and not dir_dirty:
                 return flushed
+            started_s = time.perf_counter()
             try:
                 for segment in dirty:
                     self._sync_segment(segment)
@@ -289,6 +300,9 @@ class CommitLog:
                 raise FlushFailedError(
                     f"fsync of the commit log failed at or after physical offset {flushed}: {error}"
                 ) from error
+            on_fsync = self.on_fsync
+            if on_fsync is not None:
+                on_fsync(time.perf_counter() - started_s)
             with self._lock:
                 if epoch == self._truncation_epoch and target > self._flushed_offset:
                     self._flushed_offset = target

@@ -305,6 +305,15 @@ class MessageStore:
     def fetch_consumer_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         return self._consumer_offsets.fetch(group, topic, queue_id)
 
+    def consumer_offsets(self) -> dict[tuple[str, str, int], int]:
+        """Every committed offset: ``{(group, topic, queue_id): next queue offset}``."""
+        table = self._consumer_offsets
+        return {
+            (group, topic, queue_id): offset
+            for group in table.groups()
+            for (topic, queue_id), offset in table.offsets_of_group(group).items()
+        }
+
     # ------------------------------------------------------------------ writes
 
     def put_message(self, message: Message) -> PutResult:

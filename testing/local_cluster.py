@@ -28,6 +28,7 @@ from raftlog.testing.cluster_state import CLUSTER_FILE, LocalNode, read_state, w
 from raftlog.testing.group_roles import master_slave_settings
 from raftlog.testing.local_controllers import LocalController, LocalControllers
 from raftlog.testing.node_probes import (
+    HOST,
     alive,
     cmdline,
     free_port,
@@ -59,6 +60,7 @@ class LocalCluster:
     entry must stay its real address). It may also be set after construction, once the
     ports are known; it is not recorded in cluster.json. ``controller_overrides`` (node id ->
     ``--controller-addresses`` value) does the same for the controller members' addresses.
+    ``metrics`` gives every node a Prometheus endpoint on a free port (``metrics_url``).
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class LocalCluster:
         controllers: LocalControllers | None = None,
         extra_args: Sequence[str] = (),
         peer_overrides: Mapping[str, Mapping[str, str]] | None = None,
+        metrics: bool = False,
     ) -> None:
         if node_count < 1:
             raise ValueError(f"node_count is {node_count}; it must be at least 1")
@@ -98,6 +101,9 @@ class LocalCluster:
             node_id: dict(peers) for node_id, peers in (peer_overrides or {}).items()
         }
         self.controller_overrides: dict[str, str] = {}
+        self.metrics_ports: dict[str, int] = (
+            {node_id: free_port() for node_id in self.nodes} if metrics else {}
+        )
         # Processes this object spawned (reaped on stop); a loaded cluster has none.
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -126,6 +132,7 @@ class LocalCluster:
             "replication": self.replication,
             "master_role": self.master_role,
             "extra_args": list(self.extra_args),
+            "metrics_ports": self.metrics_ports,
             "controllers": [c.to_json() for c in self.controllers.members]
             if self.controllers is not None
             else None,
@@ -159,6 +166,9 @@ class LocalCluster:
                 f"{base_dir}/{CLUSTER_FILE} is unreadable or malformed: {error}"
             ) from None
         cluster.nodes = {node.node_id: node for node in nodes}
+        cluster.metrics_ports = {
+            str(node_id): int(port) for node_id, port in settings.get("metrics_ports", {}).items()
+        }
         return cluster
 
     # -- processes -------------------------------------------------------------------------
@@ -183,8 +193,18 @@ class LocalCluster:
             "--durability",
             self.durability,
             *self._mode_args(node_id),
+            *self._metrics_args(node_id),
             *self.extra_args,
         ]
+
+    def _metrics_args(self, node_id: str) -> list[str]:
+        port = self.metrics_ports.get(node_id)
+        return [] if port is None else ["--metrics-listen", f"{HOST}:{port}"]
+
+    def metrics_url(self, node_id: str) -> str | None:
+        """``node_id``'s Prometheus endpoint, or None when the cluster has none."""
+        port = self.metrics_ports.get(node_id)
+        return None if port is None else f"http://{HOST}:{port}/metrics"
 
     def _mode_args(self, node_id: str) -> list[str]:
         """Master-slave flags: n1 is the master (broker_id 0), nK slave K-1 of it."""

@@ -10,7 +10,8 @@ Rules this module keeps:
 - TransferLeadership to the node itself, while it leads, is INVALID_ARGUMENT (client.proto),
   not a no-op answered OK.
 - ClusterStatus lists voters then learners, each sorted by node id (client.proto), whatever
-  order the write path gives.
+  order the write path gives; only the answering node's own entry carries a metrics URL (it
+  knows no other member's).
 - Membership RPCs go through the node's ``Membership`` (Raft mode only; a node without one
   refuses them with FAILED_PRECONDITION); their answers list voters then learners.
 - Every error becomes a status through ``status_codes.abort_on_error``.
@@ -59,11 +60,13 @@ class AdminService(client_pb2_grpc.AdminServicer):
         write_path: WritePath,
         limits: ServiceLimits,
         membership: Membership | None = None,
+        metrics_url: str = "",
     ) -> None:
         self._store = store
         self._write_path = write_path
         self._limits = limits
         self._membership = membership
+        self._metrics_url = metrics_url
 
     def CreateTopic(
         self, request: client_pb2.CreateTopicRequest, context: grpc.ServicerContext
@@ -125,7 +128,7 @@ class AdminService(client_pb2_grpc.AdminServicer):
         self, request: client_pb2.ClusterStatusRequest, context: grpc.ServicerContext
     ) -> client_pb2.ClusterStatusResponse:
         with abort_on_error(context):
-            return cluster_status(self._write_path.cluster_view())
+            return cluster_status(self._write_path.cluster_view(), self._metrics_url)
 
     def TransferLeadership(
         self, request: client_pb2.TransferLeadershipRequest, context: grpc.ServicerContext
@@ -226,8 +229,9 @@ def _membership_entry(entry: MemberEntry, leader_id: str | None) -> client_pb2.M
     )
 
 
-def cluster_status(view: ClusterView) -> client_pb2.ClusterStatusResponse:
-    """The API's ClusterStatusResponse for a WritePath ClusterView."""
+def cluster_status(view: ClusterView, metrics_url: str = "") -> client_pb2.ClusterStatusResponse:
+    """The API's ClusterStatusResponse for a WritePath ClusterView; ``metrics_url`` is the
+    answering node's Prometheus endpoint ("" = none)."""
     members = sorted(view.members, key=lambda member: (not member.voter, member.node_id))
     return client_pb2.ClusterStatusResponse(
         cluster_id=view.cluster_id,
@@ -239,7 +243,10 @@ def cluster_status(view: ClusterView) -> client_pb2.ClusterStatusResponse:
         commit_index=view.commit_index,
         applied_index=view.applied_index,
         last_index=view.last_index,
-        members=[_member(member) for member in members],
+        members=[
+            _member(member, metrics_url if member.node_id == view.node_id else "")
+            for member in members
+        ],
         transferring_to=view.transferring_to or "",
         replication=view.replication,
         broker_name=view.broker_name,
@@ -247,7 +254,7 @@ def cluster_status(view: ClusterView) -> client_pb2.ClusterStatusResponse:
     )
 
 
-def _member(member: MemberView) -> client_pb2.Member:
+def _member(member: MemberView, metrics_url: str) -> client_pb2.Member:
     return client_pb2.Member(
         node_id=member.node_id,
         address=member.address,
@@ -264,6 +271,7 @@ def _member(member: MemberView) -> client_pb2.Member:
         lag_bytes=member.lag_bytes,
         lag_ms=member.lag_ms,
         in_sync=member.in_sync,
+        metrics_url=metrics_url,
     )
 
 

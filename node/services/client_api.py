@@ -41,14 +41,17 @@ def add_client_services(
     write_path: WritePath,
     limits: ServiceLimits | None = None,
     membership: Membership | None = None,
+    *,
+    metrics_url: str = "",
 ) -> ClientServices:
     """Build the three servicers and add them to ``server`` (before ``server.start()``);
-    ``membership``: the node's membership changes (None: the Admin RPCs for them refuse)."""
+    ``membership``: the node's membership changes (None: the Admin RPCs for them refuse);
+    ``metrics_url``: the node's Prometheus endpoint, which ClusterStatus reports ("" = none)."""
     limits = limits if limits is not None else ServiceLimits()
     services = ClientServices(
         producer=ProducerService(store, write_path, limits),
         consumer=ConsumerService(store, write_path, limits),
-        admin=AdminService(store, write_path, limits, membership),
+        admin=AdminService(store, write_path, limits, membership, metrics_url),
     )
     client_pb2_grpc.add_ProducerServicer_to_server(services.producer, server)  # type: ignore[no-untyped-call]
     client_pb2_grpc.add_ConsumerServicer_to_server(services.consumer, server)  # type: ignore[no-untyped-call]

@@ -3,8 +3,9 @@
 Rules this module keeps: `up` leaves the nodes running in the background and returns once a
 leader is known (printing a dot about every half second while waiting); `down` stops only the
 processes recorded in <data-dir>/cluster.json; `status` asks every member for its own view and
-the leader for the lag, and prints one table row per member (voter or learner) and a summary
-of the membership.
+the leader for the lag, and prints one table row per member (voter or learner), its last
+column the node's metrics URL (every node `up` starts serves metrics on a free port), then a
+summary of the membership.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def _up(args: argparse.Namespace) -> int:
         replication=args.replication,
         master_role=master_role(args),
         controllers=controllers,
+        metrics=True,
     )
     print(f"starting {args.nodes} nodes in {cluster.base_dir} ", end="", flush=True)
 
@@ -95,7 +97,8 @@ def _up(args: argparse.Namespace) -> int:
     leader = cluster.leader_address() or "unknown"
     for node in cluster.nodes.values():
         marker = "  (leader)" if node.address == leader else ""
-        print(f"{node.node_id}  {node.address}  pid {node.pid}{marker}")
+        metrics = cluster.metrics_url(node.node_id)
+        print(f"{node.node_id}  {node.address}  pid {node.pid}  metrics {metrics}{marker}")
     print(f"servers: {','.join(cluster.addresses)}")
     print(f"logs: {cluster.base_dir}/<node>/node.log; stop with: raftlog cluster down")
     return EXIT_OK
@@ -152,6 +155,7 @@ def _status(args: argparse.Namespace) -> int:
     else:
         kinds = {m.node_id: "voter" if m.voter else "learner" for m in members.members}
         rows = _raft_rows(views, lag, listed, kinds)
+    rows = _with_metrics_column(rows, views)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
@@ -171,6 +175,17 @@ def _status(args: argparse.Namespace) -> int:
             f"voters {voters or 'none'}, learners {learners or 'none'}"
         )
     return EXIT_OK
+
+
+def _with_metrics_column(rows: list[Row], views: dict[str, ClusterStatus | None]) -> list[Row]:
+    """``rows`` (a header, then one row per view, in ``views`` order) with a METRICS column:
+    each node's Prometheus URL from its own answer (a node knows only its own), else "-"."""
+    urls = []
+    for view in views.values():
+        own = next((m for m in view.members if m.node_id == view.node_id), None) if view else None
+        urls.append(own.metrics_url if own is not None and own.metrics_url else "-")
+    header, *body = rows
+    return [(*header, "METRICS"), *((*row, url) for row, url in zip(body, urls, strict=True))]
 
 
 Row = tuple[str, ...]

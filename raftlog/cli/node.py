@@ -21,6 +21,8 @@ _HELP = {
     "advertise_address": "host:port others use for this node (default: the listen address)",
     "cluster_id": "the cluster's name (default raftlog)",
     "durability": "fsync (default) or write: what a majority must do before a write is acked",
+    "metrics_listen": "host:port of the Prometheus endpoint, e.g. 0.0.0.0:9701 (port 0: a "
+    "free one; default: none)",
     "join": "host:port,... of members to ask to add this node (fresh data dir): it joins as "
     "a learner, catches up, then asks to be promoted to voter",
 }
