@@ -132,7 +132,9 @@ def _check_requests(on_leader: Scrape, on_follower: Scrape) -> None:
 
 def _check_raft(scrapes: Mapping[str, Scrape], leader_id: str) -> None:
     for node_id, samples in scrapes.items():
-        assert value(samples, "raftlog_raft_role", role="leader") == (node_id == leader_id)
+        assert value(samples, "raftlog_raft_role", role="leader") == (
+            1 if node_id == leader_id else 0
+        )
         assert value(samples, "raftlog_raft_leader_known") == 1
         assert (
             value(
@@ -241,3 +243,41 @@ def test_a_taken_metrics_port_stops_the_node_with_one_line(tmp_path: Path) -> No
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"raftlog: metrics_listen: cannot listen on {address}: "), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _in_sync(url: str, slave: str, timeout_s: float = 20.0) -> None:
+    for _ in range(int(timeout_s / 0.2)):
+        if value(scrape(url), "raftlog_masterslave_slave_in_sync", slave=slave) == 1:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"{slave} never joined the in-sync set ({url})")
+
+
+def test_master_reports_its_role_epoch_and_each_slave_lag(tmp_path: Path) -> None:
+    """A static master-slave pair: the master's endpoint says it is the master and how far
+    its slave is behind, in bytes and seconds; the slave's says it is a slave."""
+    group = LocalCluster(str(tmp_path), 2, 0, replication="master-slave", metrics=True)
+    with group:
+        group.start(60)
+        _in_sync(str(group.metrics_url("n1")), "n2")
+        with grpc.insecure_channel(group.nodes["n1"].address) as channel:
+            client_pb2_grpc.AdminStub(channel).CreateTopic(
+                client_pb2.CreateTopicRequest(topic=TOPIC, queue_count=1), timeout=10
+            )
+            message = client_pb2.ProduceMessage(queue_id=0, body=b"synced")
+            sent = client_pb2_grpc.ProducerStub(channel).Produce(
+                client_pb2.ProduceRequest(topic=TOPIC, messages=[message]), timeout=10
+            )
+        assert sent.send_status == client_pb2.SEND_STATUS_OK
+        master, slave = (scrape(str(group.metrics_url(n))) for n in ("n1", "n2"))
+    assert value(master, "raftlog_masterslave_role", role="master") == 1
+    assert value(slave, "raftlog_masterslave_role", role="slave") == 1
+    assert value(master, "raftlog_masterslave_epoch") == value(slave, "raftlog_masterslave_epoch")
+    # A SYNC_MASTER acknowledged the write once its slave held it: nothing is missing.
+    assert value(master, "raftlog_masterslave_slave_lag_bytes", slave="n2") == 0
+    assert value(master, "raftlog_masterslave_slave_lag_seconds", slave="n2") == 0
+    assert value(master, "raftlog_masterslave_slave_in_sync", slave="n2") == 1
+    assert not label_values(slave, "raftlog_masterslave_slave_lag_bytes", "slave")
+    info = {"cluster_id": "raftlog", "replication": "master-slave"}
+    assert value(master, "raftlog_node_info", node_id="n1", **info) == 1
+    assert value(master, "raftlog_queue_max_offset", topic=TOPIC, queue="0") == 1
