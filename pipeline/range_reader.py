@@ -32,7 +32,8 @@ from raftlog.client import (
     UnavailableError,
 )
 from raftlog.client.messages import messages_from_records
-from raftlog.pipeline.arrow_rows import record_batch
+from raftlog.client.record_columns import record_columns
+from raftlog.pipeline.arrow_rows import columns_batch, record_batch
 from raftlog.pipeline.queue_ranges import DataLossError, QueueRange
 from raftlog.proto import client_pb2
 
@@ -46,10 +47,19 @@ _NO_MATCH = client_pb2.PULL_STATUS_NO_MATCHED_MESSAGES
 _TOO_SMALL = client_pb2.PULL_STATUS_OFFSET_TOO_SMALL
 
 
-def _messages(response: Any) -> list[Message]:
-    if response.messages:  # a server that predates return_records
-        return [Message.from_proto(m) for m in response.messages]
-    return messages_from_records(response.records)
+def _batch(response: Any, end: int) -> pa.RecordBatch | None:
+    """The answer's messages below queue offset ``end`` as one RecordBatch (None if none):
+    by the columnar fast path when the records allow it, through ``Message``s otherwise."""
+    if not response.messages:
+        columns = record_columns(response.records)
+        fast = None if columns is None else columns_batch(columns, end)
+        if fast is not None:
+            return fast if fast.num_rows else None
+        messages = messages_from_records(response.records)
+    else:  # a server that predates return_records
+        messages = [Message.from_proto(m) for m in response.messages]
+    kept = [m for m in messages if m.queue_offset < end]
+    return record_batch(kept) if kept else None
 
 
 class RangeReader:
@@ -106,9 +116,9 @@ class RangeReader:
                         f"reading {_name(queue_range)} at {offset}: {error}"
                     ) from None
             if response is not None and response.status == _FOUND:
-                messages = [m for m in _messages(response) if m.queue_offset < queue_range.end]
-                if messages:
-                    yield record_batch(messages)
+                batch = _batch(response, queue_range.end)
+                if batch is not None:
+                    yield batch
                 deadline = time.monotonic() + self._timeout_s  # progress: a fresh bound
                 offset = max(offset + 1, response.next_queue_offset)
             elif response is not None and response.status == _NO_MATCH:
@@ -132,11 +142,14 @@ class RangeReader:
     ) -> tuple[int, int]:
         first_live = int(response.next_queue_offset)
         if self._fail_on_data_loss:
+            last_lost = min(first_live, queue_range.end) - 1
             raise DataLossError(
-                f"data loss: {_name(queue_range)} offsets {offset}..{first_live - 1} were "
+                f"data loss: {_name(queue_range)} offsets {offset}..{last_lost} were "
                 "removed by retention during the read; set failOnDataLoss=false to skip them"
             )
-        return max(offset + 1, first_live), lost + first_live - offset
+        # Only the offsets this range asked for count: the first live one may lie past its end.
+        resume = min(max(offset + 1, first_live), queue_range.end)
+        return resume, lost + resume - offset
 
     def close(self) -> None:
         self._connection.close()
