@@ -124,12 +124,18 @@ def test_client_survives_a_killed_follower(cluster: tuple[Path, str]) -> None:
     assert bodies == [f"m{i}".encode() for i in range(10)]
 
 
-def _status_rows(out: str) -> dict[str, list[str]]:
-    """NODE -> its row's cells, from `cluster status` output."""
+def _status_rows(out: str) -> dict[str, dict[str, str]]:
+    """NODE -> its row's cells by column name, from `cluster status` output (the table's
+    header line starts with NODE)."""
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    header_at = next(i for i, cells in enumerate(lines) if cells[0] == "NODE")
+    header = lines[header_at]
     rows = [
-        line.split() for line in out.splitlines()[1:] if line and not line.startswith("cluster")
+        dict(zip(header, cells, strict=False))
+        for cells in lines[header_at + 1 :]
+        if not cells[0].startswith(("cluster", "leader", "voters"))
     ]
-    return {row[0]: row for row in rows}
+    return {row["NODE"]: row for row in rows}
 
 
 def test_status_names_each_member_by_its_own_answer(cluster: tuple[Path, str]) -> None:
@@ -148,16 +154,15 @@ def test_status_names_each_member_by_its_own_answer(cluster: tuple[Path, str]) -
     assert f"leader {leader_id} at " in out
     rows = _status_rows(out)
     assert sorted(rows) == ["n1", "n2", "n3"]
-    assert all(row[7] != "-" for node_id, row in rows.items() if node_id != leader_id), out
+    assert all(row["LAG"] != "-" for node_id, row in rows.items() if node_id != leader_id), out
     local.kill(follower.node_id)
     code, out, err = cli("cluster", "status", "--data-dir", str(data))
     assert code == 0, err
     rows = _status_rows(out)
-    assert rows[follower.node_id][1] == follower.address
-    assert rows[follower.node_id][2] == "down", out
-    assert [row[2] for node_id, row in rows.items() if node_id != follower.node_id].count(
-        "leader"
-    ) == 1, out
+    assert rows[follower.node_id]["ADDRESS"] == follower.address
+    assert rows[follower.node_id]["ROLE"] == "down", out
+    roles = [row["ROLE"] for node_id, row in rows.items() if node_id != follower.node_id]
+    assert roles.count("leader") == 1, out
 
 
 def test_cli_master_slave_group(tmp_path: Path) -> None:
