@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# Slow: its own JVM and cluster (about 2 min on a loaded 2-core box); the source and sink it
+# drives are covered by the default pipeline tests, so `make test-slow` runs it.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 RUN_TIMEOUT_S = 600
 
 
