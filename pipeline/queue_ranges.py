@@ -57,9 +57,12 @@ class ClusterView:
         self._admin = admin
 
     def bounds(self, topic: str) -> dict[int, QueueBounds]:
-        """Queue id -> bounds, for every queue of ``topic``."""
+        """Queue id -> bounds, for every queue of ``topic``, as the leader sees them (a
+        follower may not have applied the newest writes yet: planned from it, a read right
+        after a produce would miss them)."""
+        leader = self._admin.cluster_status().leader_address or None
         try:
-            description = self._admin.describe_topic(topic)
+            description = self._admin.describe_topic(topic, address=leader)
         except NotFoundError:
             raise OptionError(f"option 'topic': topic {topic!r} does not exist") from None
         bounds = {

@@ -200,10 +200,7 @@ def plan_offsets(args: argparse.Namespace) -> Plan:
     options = read_options(_offset_options(args), streaming=False)
     topic = options.topics[0]
     with Admin(args.servers, timeout_s=args.timeout_ms / 1000) as admin:
-        # Learn the leader first: the queues' ends are then asked of it, not of a follower
-        # that may not have applied the newest committed messages yet.
-        admin.cluster_status()
-        view = ClusterView(admin)
+        view = ClusterView(admin)  # asks the leader for the queues' ends
         ranges, _ = batch_ranges(options, view)
         bounds = view.bounds(topic)
     by_queue = {r.queue_id: r for r in ranges}
