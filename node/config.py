@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from raftlog.node.config_roles import master_slave_problem
 from raftlog.store.config import FlushMode, StoreConfig
+from raftlog.store.topic_config import MAX_QUEUE_COUNT
 from raftlog.store.validation import Limits
 
 MIB = 1024 * 1024
@@ -31,6 +32,16 @@ LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 # The store subdirectory of data_dir; the Raft log and hard state live beside it.
 STORE_SUBDIR = "store"
 _MAX_SWITCH_INTERVAL_US = 1_000_000
+# The settings node/services/limits.py applies to requests (each a positive integer).
+REQUEST_LIMIT_FIELDS = (
+    "max_properties_bytes",
+    "max_topic_queue_count",
+    "max_topic_count",
+    "max_produce_request_bytes",
+    "max_produce_message_count",
+    "max_inflight_produce_count",
+    "max_pull_message_count",
+)
 
 _ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # A DNS name or IPv4 literal; IPv6 literals are written in brackets and checked apart.
@@ -109,6 +120,15 @@ class NodeConfig:
     max_body_bytes: int = 4 * MIB
     max_write_timeout_ms: int = 10_000
     max_inflight_bytes: int = 64 * MIB
+    # Request limits (docs/configuration.md, "Limits"; node/services/limits.py says why each
+    # default): a request over one is refused with a message naming the setting.
+    max_properties_bytes: int = 32767
+    max_topic_queue_count: int = 1024
+    max_topic_count: int = 8192
+    max_produce_request_bytes: int = 16 * MIB
+    max_produce_message_count: int = 4096
+    max_inflight_produce_count: int = 32
+    max_pull_message_count: int = 1024
     preferred_leader: str | None = None
     file_reserved_hours: int = 72
     disk_clean_watermark_ratio: float = 0.75
@@ -176,6 +196,7 @@ class NodeConfig:
             "max_write_timeout_ms",
             "max_inflight_bytes",
             "switch_interval_us",
+            *REQUEST_LIMIT_FIELDS,
         ):
             value = getattr(self, name)
             if type(value) is not int or value <= 0:
@@ -207,6 +228,7 @@ class NodeConfig:
                 f"max_body_bytes ({self.max_body_bytes})"
             )
         self._check_ratios()
+        self._check_request_limits()
         if self.preferred_leader is not None and self.preferred_leader not in self.peers:
             raise ConfigError(
                 f"preferred_leader: {self.preferred_leader!r} is not in peers "
@@ -220,6 +242,23 @@ class NodeConfig:
         problem = master_slave_problem(self)
         if problem is not None:
             raise ConfigError(problem)
+
+    def _check_request_limits(self) -> None:
+        try:
+            self.store_config()
+        except ValueError as error:
+            raise ConfigError(f"max_properties_bytes: {error}") from None
+        if self.max_topic_queue_count > MAX_QUEUE_COUNT:
+            raise ConfigError(
+                f"max_topic_queue_count: {self.max_topic_queue_count} is above the store's "
+                f"{MAX_QUEUE_COUNT}"
+            )
+        # Otherwise a message at the body limit could never be produced.
+        if self.max_produce_request_bytes <= self.max_body_bytes:
+            raise ConfigError(
+                f"max_produce_request_bytes: {self.max_produce_request_bytes} must be greater "
+                f"than max_body_bytes ({self.max_body_bytes})"
+            )
 
     def _check_metrics_listen(self) -> None:
         if self.metrics_listen is None:
@@ -333,7 +372,9 @@ class NodeConfig:
             flush_mode=FlushMode.SYNC_FLUSH
             if self.durability == "fsync"
             else FlushMode.ASYNC_FLUSH,
-            limits=Limits(max_body_bytes=self.max_body_bytes),
+            limits=Limits(
+                max_body_bytes=self.max_body_bytes, max_properties_bytes=self.max_properties_bytes
+            ),
             retention_hours=self.file_reserved_hours,
             disk_clean_watermark_ratio=float(self.disk_clean_watermark_ratio),
             disk_force_clean_ratio=float(self.disk_force_clean_ratio),

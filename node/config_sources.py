@@ -21,7 +21,9 @@ from raftlog.node.config import ENV_PREFIX, ConfigError, NodeConfig, parse_peers
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(NodeConfig))
 REQUIRED_FIELDS = ("node_id", "listen_address", "peers", "data_dir")
 _INT_FIELDS = frozenset(
-    name for name in FIELD_NAMES if name.endswith(("_ms", "_us", "_ticks", "_bytes", "_hours"))
+    name
+    for name in FIELD_NAMES
+    if name.endswith(("_ms", "_us", "_ticks", "_bytes", "_hours", "_count"))
 ) | {"broker_id", "min_in_sync_replicas"}
 _FLOAT_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_ratio"))
 _BOOL_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_enable"))

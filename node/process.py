@@ -31,7 +31,7 @@ from raftlog.node.metrics import NodeMetrics
 from raftlog.node.replication.member import RaftMember
 from raftlog.node.replication.replica import Replica
 from raftlog.node.server import NodeServer
-from raftlog.node.services.limits import ServiceLimits
+from raftlog.node.services.limits import DEFAULT_PULL_MESSAGES, ServiceLimits
 
 _log = logging.getLogger("raftlog.node")
 _CHECKPOINT_INTERVAL_S = 1.0
@@ -50,6 +50,22 @@ def _store_host(address: str) -> tuple[str, int]:
         return "127.0.0.1", port
 
 
+def service_limits(config: NodeConfig) -> ServiceLimits:
+    """The client services' limits a node's configuration sets."""
+    return ServiceLimits(
+        max_write_timeout_s=config.max_write_timeout_ms / 1000,
+        message_limits=config.store_config().limits,
+        max_topic_queue_count=config.max_topic_queue_count,
+        max_topic_count=config.max_topic_count,
+        max_produce_request_bytes=config.max_produce_request_bytes,
+        max_produce_message_count=config.max_produce_message_count,
+        max_inflight_produce_count=config.max_inflight_produce_count,
+        max_pull_messages=config.max_pull_message_count,
+        # The default batch stays 32 unless the cap is set lower.
+        default_pull_messages=min(DEFAULT_PULL_MESSAGES, config.max_pull_message_count),
+    )
+
+
 class Node:
     """One running node: what ``serve`` starts and stops (tests use it in-process too)."""
 
@@ -62,10 +78,7 @@ class Node:
             else RaftMember(config, store_host)
         )
         self.store = self.member.store
-        limits = ServiceLimits(
-            max_write_timeout_s=config.max_write_timeout_ms / 1000,
-            message_limits=config.store_config().limits,
-        )
+        limits = service_limits(config)
         self.metrics: NodeMetrics | None = None
         try:
             if config.metrics_listen is not None:

@@ -116,11 +116,13 @@ def validate_sizes(
             f"queue id {queue_id} is outside [0, {queue_count}) for topic {topic!r}"
         )
     if body_len > limits.max_body_bytes:
-        raise BodyTooLargeError(f"body is {body_len} bytes; the limit is {limits.max_body_bytes}")
+        raise BodyTooLargeError(
+            f"body is {body_len} bytes; the limit is {limits.max_body_bytes} (max_body_bytes)"
+        )
     if properties_bytes_len > limits.max_properties_bytes:
         raise PropertiesTooLargeError(
             f"properties are {properties_bytes_len} bytes encoded; the limit is "
-            f"{limits.max_properties_bytes}"
+            f"{limits.max_properties_bytes} (max_properties_bytes)"
         )
 
 

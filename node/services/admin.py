@@ -4,9 +4,10 @@ Rules this module keeps:
 - CreateTopic and TransferLeadership go through the WritePath (leader only, replicated);
   ListTopics, DescribeTopic and ClusterStatus answer from this member's own state and never
   wait on the network.
-- CreateTopic checks what it can statelessly (name, reserved prefix, 1 <= queue_count <= the
-  store's maximum); a count below the current one is refused by the topic table, and in this
-  RPC the store's InvalidQueueIdError always means a bad count: INVALID_ARGUMENT.
+- CreateTopic checks what it can before the write path (name, reserved prefix, 1 <= queue_count
+  <= ``max_topic_queue_count``, room for a new topic under ``max_topic_count``); a count
+  below the current one is refused by the topic table, and in this RPC the store's
+  InvalidQueueIdError always means a bad count: INVALID_ARGUMENT.
 - TransferLeadership to the node itself, while it leads, is INVALID_ARGUMENT (client.proto),
   not a no-op answered OK.
 - ClusterStatus lists voters then learners, each sorted by node id (client.proto), whatever
@@ -21,16 +22,22 @@ from __future__ import annotations
 
 import grpc
 
+from raftlog.node.control import is_reserved_topic
 from raftlog.node.errors import InvalidRequestError, MembershipRefusedError
 from raftlog.node.membership import MemberEntry, Membership, MembershipView
-from raftlog.node.services.limits import ServiceLimits, timeout_for_call
+from raftlog.node.services.limits import (
+    LimitReachedError,
+    ServiceLimits,
+    require_within,
+    timeout_for_call,
+)
 from raftlog.node.services.status_codes import READ_OVERRIDES, ErrorCodes, abort_on_error
 from raftlog.node.services.wire import require_client_topic, require_topic_name
 from raftlog.node.write_path import ClusterView, MemberView, WritePath
 from raftlog.proto import client_pb2, client_pb2_grpc
 from raftlog.store.errors import InvalidQueueIdError
 from raftlog.store.message_store import MessageStore
-from raftlog.store.topic_config import MAX_QUEUE_COUNT, TopicConfig
+from raftlog.store.topic_config import TopicConfig
 
 Code = grpc.StatusCode
 MemberRole = client_pb2.MemberRole
@@ -73,10 +80,17 @@ class AdminService(client_pb2_grpc.AdminServicer):
     ) -> client_pb2.CreateTopicResponse:
         with abort_on_error(context, overrides=_CREATE_TOPIC_OVERRIDES):
             require_client_topic(request.topic, self._limits.message_limits)
-            if not 1 <= request.queue_count <= MAX_QUEUE_COUNT:
+            if request.queue_count < 1:
                 raise InvalidRequestError(
-                    f"queue_count must be 1..{MAX_QUEUE_COUNT}, got {request.queue_count}"
+                    f"queue_count must be at least 1, got {request.queue_count}"
                 )
+            require_within(
+                request.queue_count,
+                self._limits.max_topic_queue_count,
+                "max_topic_queue_count",
+                "queue_count",
+            )
+            self._require_room_for(request.topic)
             config, created = self._write_path.create_topic(
                 request.topic,
                 request.queue_count,
@@ -85,6 +99,19 @@ class AdminService(client_pb2_grpc.AdminServicer):
                 ),
             )
             return client_pb2.CreateTopicResponse(topic=_topic_info(config), created=created)
+
+    def _require_room_for(self, topic: str) -> None:
+        """A new topic needs room in the topic table (this member's applied state: the leader's
+        when it is the leader, which is where the write goes)."""
+        names = {config.name for config in self._store.list_topics()}
+        if topic in names:
+            return
+        user_topics = sum(1 for name in names if not is_reserved_topic(name))
+        if user_topics >= self._limits.max_topic_count:
+            raise LimitReachedError(
+                f"the cluster has {user_topics} topics; the limit is "
+                f"{self._limits.max_topic_count} (max_topic_count)"
+            )
 
     def ListTopics(
         self, request: client_pb2.ListTopicsRequest, context: grpc.ServicerContext

@@ -1,7 +1,9 @@
 """The Producer gRPC service: Produce, through the node's WritePath.
 
 Rules this module keeps:
-- Stateless checks first (wire.py): topic name and reserved prefix, exactly one of
+- Limits first (limits.py): the request's bytes and message count, and the produces in flight
+  on its connection (counted while the call runs, refusals included).
+- Stateless checks next (wire.py): topic name and reserved prefix, exactly one of
   ``messages``/``records``, producer id and sequence, negative fields, sys_flag bits. Whether
   the topic and queues exist is the store's and the write path's business.
 - The write waits at most min(what is left of the call's deadline, ``max_write_timeout_s``);
@@ -20,7 +22,12 @@ from collections.abc import Callable
 import grpc
 
 from raftlog.node.errors import NotLeaderError
-from raftlog.node.services.limits import ServiceLimits, timeout_for_call
+from raftlog.node.services.limits import (
+    InflightLimit,
+    ServiceLimits,
+    require_within,
+    timeout_for_call,
+)
 from raftlog.node.services.status_codes import abort_on_error
 from raftlog.node.services.wire import (
     QueueSelector,
@@ -49,17 +56,32 @@ class ProducerService(client_pb2_grpc.ProducerServicer):
         self._write_path = write_path
         self._limits = limits
         self._selector = QueueSelector()
+        self._inflight = InflightLimit(
+            limits.max_inflight_produce_count, "max_inflight_produce_count", "produces"
+        )
 
     def Produce(
         self, request: client_pb2.ProduceRequest, context: grpc.ServicerContext
     ) -> client_pb2.ProduceResponse:
-        with abort_on_error(context):
+        with abort_on_error(context), self._inflight.admit(context.peer()):
             return produce_response(self._produce(request, context))
 
     def _produce(
         self, request: client_pb2.ProduceRequest, context: grpc.ServicerContext
     ) -> ProduceOutcome:
         limits = self._limits
+        require_within(
+            request.ByteSize(),
+            limits.max_produce_request_bytes,
+            "max_produce_request_bytes",
+            "the request's size in bytes",
+        )
+        require_within(
+            len(request.messages),
+            limits.max_produce_message_count,
+            "max_produce_message_count",
+            "the request's message count",
+        )
         require_client_topic(request.topic, limits.message_limits)
         require_messages_or_records(request)
         require_producer_identity(

@@ -42,7 +42,7 @@ from raftlog.node.errors import (
     UnknownMemberError,
     UnknownOutcomeError,
 )
-from raftlog.node.services.limits import DeadlinePassedError
+from raftlog.node.services.limits import DeadlinePassedError, LimitReachedError
 from raftlog.proto import errors_pb2
 from raftlog.store.errors import (
     BodyTooLargeError,
@@ -90,6 +90,7 @@ _CODES: dict[type[BaseException], Any] = {
     InvalidQueueIdError: Code.NOT_FOUND,
     DiskFullError: Code.RESOURCE_EXHAUSTED,
     OverloadedError: Code.RESOURCE_EXHAUSTED,
+    LimitReachedError: Code.RESOURCE_EXHAUSTED,
     StoreClosedError: Code.UNAVAILABLE,
     ShuttingDownError: Code.UNAVAILABLE,
     SequenceForgottenError: Code.ALREADY_EXISTS,
