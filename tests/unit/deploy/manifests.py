@@ -1,29 +1,35 @@
-"""deploy/kubernetes read as Kubernetes reads it, for the tests beside this module.
+"""deploy/kubernetes read as Kubernetes reads it, for the tests beside this module and the
+pod-shaped container tests (tests/containers/test_kubernetes_pods.py).
 
-``Manifests`` loads every object of the kustomization's resources with PyYAML and finds them
-by kind and name. ``pod_environment`` builds the environment one StatefulSet pod's container
-gets: ``envFrom`` ConfigMaps, then ``env`` with the downward API (``fieldRef``) and the
-``$(VAR)`` expansion the kubelet does, so a test can hand it to the node's real config loader.
+``Manifests.render(overlay)`` builds one overlay (tests/support/kustomize.py, compared with
+``kubectl kustomize`` where kubectl exists) and finds its objects by kind and name.
+``pod_environment`` builds the environment one StatefulSet pod's container gets: ``envFrom``
+ConfigMaps, then ``env`` with the downward API (``fieldRef``) and the ``$(VAR)`` expansion the
+kubelet does. ``run_shell`` runs a container's shell script (its start command, its preStop
+hook) on this machine with a stand-in ``raftlog`` on PATH, so a test sees what the script does.
 
 Rules it keeps: only what the manifests use is understood; anything else (a ``secretRef``, a
-``fieldPath`` other than the pod's name and namespace) fails with a message naming it, so a
+``fieldPath`` other than the pod's name, namespace and IP) fails with a message naming it, so a
 manifest change the helpers cannot model is never read as "no value".
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the dev extra
-
 from tests.support import REPO_ROOT
+from tests.support.kustomize import build
 
 MANIFEST_DIR = REPO_ROOT / "deploy" / "kubernetes"
-KUSTOMIZATION = "kustomization.yaml"
+BASE_DIR = MANIFEST_DIR / "base"
+OVERLAYS = ("dev", "prod")
 
 # The kubelet's expansion: "$$" is a literal "$", "$(NAME)" a variable defined before; a
 # reference to an undefined variable stays as written.
@@ -34,27 +40,22 @@ Object = dict[str, Any]
 
 @dataclass(frozen=True)
 class Manifests:
-    """Every object the kustomization applies, with the file each came from."""
+    """Every object one kustomization renders."""
 
-    kustomization: Object
-    objects: list[tuple[str, Object]]
+    objects: list[Object]
 
     @classmethod
-    def load(cls, directory: Path = MANIFEST_DIR) -> Manifests:
-        kustomization = yaml.safe_load((directory / KUSTOMIZATION).read_text())
-        objects: list[tuple[str, Object]] = []
-        for resource in kustomization["resources"]:
-            with (directory / resource).open() as handle:
-                objects.extend((resource, doc) for doc in yaml.safe_load_all(handle) if doc)
-        return cls(kustomization, objects)
+    def render(cls, overlay: str) -> Manifests:
+        return cls(build(overlay_dir(overlay)))
 
     @property
     def namespace(self) -> str:
-        namespace: str = self.kustomization["namespace"]
+        (namespace,) = {obj["metadata"]["namespace"] for obj in self.objects}
+        assert isinstance(namespace, str)
         return namespace
 
     def all_of(self, kind: str) -> list[Object]:
-        return [obj for _, obj in self.objects if obj["kind"] == kind]
+        return [obj for obj in self.objects if obj["kind"] == kind]
 
     def one(self, kind: str, name: str | None = None) -> Object:
         """The object of ``kind`` (named ``name``, if given); fails unless exactly one."""
@@ -63,6 +64,17 @@ class Manifests:
         ]
         assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
         return found[0]
+
+
+def overlay_dir(overlay: str) -> Path:
+    return MANIFEST_DIR / "overlays" / overlay
+
+
+def node_container(statefulset: Object) -> Object:
+    """The StatefulSet's one container, the node."""
+    containers: list[Object] = statefulset["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
 
 
 def selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
@@ -82,15 +94,19 @@ def _expand(text: str, env: Mapping[str, str]) -> str:
 
 
 def pod_environment(
-    manifests: Manifests, container: Object, pod_name: str, namespace: str
+    manifests: Manifests, container: Object, pod_name: str, pod_ip: str = "10.0.0.1"
 ) -> dict[str, str]:
-    """The environment of ``container`` in the pod ``pod_name`` of ``namespace``."""
+    """The environment of ``container`` in the pod ``pod_name`` (address ``pod_ip``)."""
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
         assert set(source) == {"configMapRef"}, f"envFrom {source} is not modelled here"
         config_map = manifests.one("ConfigMap", source["configMapRef"]["name"])
         env.update(config_map["data"])
-    fields = {"metadata.name": pod_name, "metadata.namespace": namespace}
+    fields = {
+        "metadata.name": pod_name,
+        "metadata.namespace": manifests.namespace,
+        "status.podIP": pod_ip,
+    }
     for variable in container.get("env", []):
         if "value" in variable:
             env[variable["name"]] = _expand(variable["value"], env)
@@ -100,3 +116,32 @@ def pod_environment(
         assert field_path in fields, f"fieldRef {field_path} is not modelled here"
         env[variable["name"]] = fields[field_path]
     return env
+
+
+def container_argv(container: Object, env: Mapping[str, str]) -> list[str]:
+    """``command`` + ``args`` as the kubelet runs them: ``$(VAR)`` expanded from ``env``."""
+    return [_expand(part, env) for part in container["command"] + container.get("args", [])]
+
+
+def run_shell(
+    argv: list[str], env: Mapping[str, str], raftlog_script: str, bin_dir: Path
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """Run a container's ``argv`` (``/bin/sh -c SCRIPT``) here, with ``raftlog`` on PATH being
+    ``raftlog_script`` (a shell script). Each call of that stand-in is recorded: its arguments
+    and the environment it got, returned in call order."""
+    calls = bin_dir / "calls.jsonl"
+    recorder = bin_dir / "record.py"
+    recorder.write_text(
+        "import json, os, sys\n"
+        f"with open({str(calls)!r}, 'a') as f:\n"
+        "    f.write(json.dumps({'argv': sys.argv[1:], 'env': dict(os.environ)}) + '\\n')\n"
+    )
+    stand_in = bin_dir / "raftlog"
+    stand_in.write_text(f'#!/bin/sh\npython3 {recorder} "$@"\n{raftlog_script}\n')
+    stand_in.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    done = subprocess.run(
+        argv, env={**env, "PATH": path}, capture_output=True, text=True, timeout=30, check=False
+    )
+    lines = calls.read_text().splitlines() if calls.exists() else []
+    return done, [json.loads(line) for line in lines]

@@ -1,15 +1,16 @@
-"""deploy/kubernetes: valid against the Kubernetes API schemas (strict: a misspelt field
-fails), and right in what the schemas cannot see: the names, selectors, ports and peer list
-that have to agree with each other and with the node's configuration rules.
+"""deploy/kubernetes: every overlay renders, is valid against the Kubernetes API schemas
+(strict: a misspelt field fails), passes the security checks checkov would make, and is right in
+what the schemas cannot see: the names, selectors, ports, peer list, start command and preStop
+hook that have to agree with each other and with the node's configuration rules.
 
 Nothing here talks to a cluster (none can run on this machine): the schemas come with
-kubernetes-validate, the build with ``kubectl kustomize`` when kubectl is installed, and each
-pod's environment is rendered as the kubelet would and given to the node's own config loader.
+kubernetes-validate, the build from tests/support/kustomize.py (checked against ``kubectl
+kustomize`` when kubectl is installed), and each pod's environment is rendered as the kubelet
+would, run through the container's own start script, and given to the node's config loader.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -20,31 +21,38 @@ import kubernetes_validate  # type: ignore[import-untyped]  # ships no py.typed
 import pytest
 import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the dev extra
 
-from raftlog.node.config import ConfigError, parse_address, parse_peers
+from raftlog.node.config import parse_address, parse_peers
 from raftlog.node.config_sources import load_config
 from tests.support import REPO_ROOT
-from tests.unit.deploy.manifests import MANIFEST_DIR, Manifests, pod_environment, selects
+from tests.support.kustomize import build
+from tests.unit.deploy.manifests import (
+    BASE_DIR,
+    OVERLAYS,
+    Manifests,
+    container_argv,
+    node_container,
+    overlay_dir,
+    pod_environment,
+    run_shell,
+    selects,
+)
 
 # The oldest release the manifests claim (native gRPC probes and the claim retention policy
 # are on by default from 1.27; 1.30 is the oldest still widely run) and the newest known.
 KUBERNETES_VERSIONS = ("1.30", kubernetes_validate.latest_version())
 DOCKERFILE = REPO_ROOT / "deploy" / "Dockerfile"
+# The static voters, raftlog-0..2; a higher ordinal joins them.
+STATIC_VOTERS = 3
 
 
-@pytest.fixture(scope="module")
-def manifests() -> Manifests:
-    return Manifests.load()
+@pytest.fixture(scope="module", params=OVERLAYS)
+def manifests(request: pytest.FixtureRequest) -> Manifests:
+    return Manifests.render(request.param)
 
 
 @pytest.fixture(scope="module")
 def statefulset(manifests: Manifests) -> dict[str, Any]:
     return manifests.one("StatefulSet")
-
-
-def node_container(statefulset: dict[str, Any]) -> dict[str, Any]:
-    containers: list[dict[str, Any]] = statefulset["spec"]["template"]["spec"]["containers"]
-    assert len(containers) == 1
-    return containers[0]
 
 
 def node_port(statefulset: dict[str, Any]) -> int:
@@ -54,25 +62,24 @@ def node_port(statefulset: dict[str, Any]) -> int:
     return number
 
 
-def test_kustomization_lists_every_manifest() -> None:
-    listed = set(yaml.safe_load((MANIFEST_DIR / "kustomization.yaml").read_text())["resources"])
-    present = {p.name for p in MANIFEST_DIR.glob("*.yaml")} - {"kustomization.yaml"}
+def test_base_lists_every_manifest_and_names_no_namespace() -> None:
+    listed = set(yaml.safe_load((BASE_DIR / "kustomization.yaml").read_text())["resources"])
+    present = {p.name for p in BASE_DIR.glob("*.yaml")} - {"kustomization.yaml"}
     assert listed == present
+    assert not [o for o in build(BASE_DIR) if "namespace" in o["metadata"]]
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 def test_every_object_is_valid_for_kubernetes(manifests: Manifests, version: str) -> None:
     errors = []
-    for file_name, obj in manifests.objects:
+    for obj in manifests.objects:
         try:
             kubernetes_validate.validate(obj, version, strict=True)
         except kubernetes_validate.ValidationError as error:
             where = ".".join(str(part) for part in error.path) or "(top)"
-            errors.append(
-                f"{file_name}: {obj['kind']}/{obj['metadata']['name']} at {where}: {error.message}"
-            )
+            errors.append(f"{obj['kind']}/{obj['metadata']['name']} at {where}: {error.message}")
         except kubernetes_validate.SchemaNotFoundError as error:
-            errors.append(f"{file_name}: {error.message}")
+            errors.append(f"{obj['kind']}: {error.message}")
     if errors:
         pytest.fail(f"invalid for Kubernetes {version}:\n" + "\n".join(errors))
 
@@ -110,7 +117,7 @@ def test_services_and_probes_use_the_port_the_node_listens_on(
     manifests: Manifests, statefulset: dict[str, Any]
 ) -> None:
     container = node_container(statefulset)
-    env = pod_environment(manifests, container, "raftlog-0", manifests.namespace)
+    env = pod_environment(manifests, container, "raftlog-0")
     _, listen_port = parse_address(env["RAFTLOG_LISTEN_ADDRESS"], "RAFTLOG_LISTEN_ADDRESS")
     assert node_port(statefulset) == listen_port
     probes = ("startupProbe", "readinessProbe", "livenessProbe")
@@ -121,57 +128,104 @@ def test_services_and_probes_use_the_port_the_node_listens_on(
     assert {name: container[name]["grpc"]["port"] for name in probes} == dict.fromkeys(
         probes, listen_port
     )
+    container_ports = {port["name"] for port in container["ports"]}
     for service in manifests.all_of("Service"):
-        (port,) = service["spec"]["ports"]
-        assert port["targetPort"] in ("grpc", listen_port), service["metadata"]["name"]
+        ports = {port["name"]: port["targetPort"] for port in service["spec"]["ports"]}
+        assert ports["grpc"] in ("grpc", listen_port), service["metadata"]["name"]
+        assert set(ports.values()) - {listen_port} <= container_ports, ports
 
 
-def test_peer_list_names_every_pod_by_its_stable_dns_name(
+def test_peer_list_names_every_static_voter_by_its_stable_dns_name(
     manifests: Manifests, statefulset: dict[str, Any]
 ) -> None:
-    container = node_container(statefulset)
-    env = pod_environment(manifests, container, "raftlog-0", manifests.namespace)
+    env = pod_environment(manifests, node_container(statefulset), "raftlog-0")
     name = statefulset["metadata"]["name"]
     headless = statefulset["spec"]["serviceName"]
     port = node_port(statefulset)
     expected = {
         f"{name}-{ordinal}": f"{name}-{ordinal}.{headless}.{manifests.namespace}.svc:{port}"
-        for ordinal in range(statefulset["spec"]["replicas"])
+        for ordinal in range(STATIC_VOTERS)
     }
+    assert statefulset["spec"]["replicas"] == STATIC_VOTERS
     assert parse_peers(env["RAFTLOG_PEERS"]) == expected
 
 
+def start_environment(
+    manifests: Manifests, container: dict[str, Any], pod: str, tmp_path: Path
+) -> dict[str, str]:
+    """The environment ``raftlog node start`` gets in ``pod``: the pod's, changed by the
+    container's start script (run here with a stand-in ``raftlog``)."""
+    bin_dir = tmp_path / pod
+    bin_dir.mkdir()
+    env = pod_environment(manifests, container, pod)
+    done, calls = run_shell(container_argv(container, env), env, "", bin_dir)
+    assert done.returncode == 0, done.stderr
+    (call,) = calls
+    assert call["argv"] == ["node", "start"]
+    started: dict[str, str] = call["env"]
+    return started
+
+
+@pytest.mark.parametrize("ordinal", [0, 2, 3, 4])
 def test_each_pod_starts_a_node_with_its_name_as_id(
-    manifests: Manifests, statefulset: dict[str, Any], tmp_path: Path
+    manifests: Manifests, statefulset: dict[str, Any], tmp_path: Path, ordinal: int
 ) -> None:
-    """The environment each pod gets passes the node's own validation: the pod name is a valid
-    node id, and the advertised address is that node's entry in the peer list."""
+    """The environment each pod's node starts with passes the node's own validation: the pod
+    name is the node id, the advertised address its stable name; pods 0..2 are the static
+    voters, a higher ordinal (a scale-up) joins through them with itself as its only peer."""
     container = node_container(statefulset)
     (mount,) = [
         m
         for m in container["volumeMounts"]
         if m["name"] == statefulset["spec"]["volumeClaimTemplates"][0]["metadata"]["name"]
     ]
-    name = statefulset["metadata"]["name"]
-    for ordinal in range(statefulset["spec"]["replicas"]):
-        pod = f"{name}-{ordinal}"
-        env = pod_environment(manifests, container, pod, manifests.namespace)
-        assert env["RAFTLOG_DATA_DIR"] == mount["mountPath"]
-        # /data does not exist here: only the data directory is swapped for a writable one.
-        config = load_config(None, env, {"data_dir": str(tmp_path)})
-        assert config.node_id == pod
-        assert config.advertised == config.peers[pod]
-        assert config.advertised.startswith(f"{pod}.")
+    pod = f"{statefulset['metadata']['name']}-{ordinal}"
+    env = start_environment(manifests, container, pod, tmp_path)
+    assert env["RAFTLOG_DATA_DIR"] == mount["mountPath"]
+    # /data does not exist here: only the data directory is swapped for a writable one.
+    config = load_config(None, env, {"data_dir": str(tmp_path)})
+    assert config.node_id == pod
+    assert config.advertised == config.peers[pod]
+    assert config.advertised == f"{pod}.raftlog-headless.{manifests.namespace}.svc:7701"
+    static = parse_peers(pod_environment(manifests, container, pod)["RAFTLOG_PEERS"])
+    if ordinal < STATIC_VOTERS:
+        assert (config.peers, config.join) == (static, None)
+    else:
+        assert config.peers == {pod: config.advertised}
+        assert config.join_addresses == tuple(static.values())
 
 
-def test_a_pod_in_another_namespace_is_refused(
-    manifests: Manifests, statefulset: dict[str, Any], tmp_path: Path
+@pytest.mark.parametrize(("role", "transfers"), [("leader", True), ("", False)])
+def test_pre_stop_hands_leadership_over_only_from_the_leader(
+    manifests: Manifests, statefulset: dict[str, Any], tmp_path: Path, role: str, transfers: bool
 ) -> None:
-    """The peer list names the namespace: moved elsewhere without changing it, a node refuses
-    to start (and says why) instead of advertising a name its peers do not know."""
-    env = pod_environment(manifests, node_container(statefulset), "raftlog-1", "elsewhere")
-    with pytest.raises(ConfigError, match=r"peers\[raftlog-1\].*differs from advertise_address"):
-        load_config(None, env, {"data_dir": str(tmp_path)})
+    container = node_container(statefulset)
+    env = pod_environment(manifests, container, "raftlog-1")
+    # The stand-in answers `member list` as the CLI prints it (raftlog/cli/member.py).
+    members = (
+        f"NODE       ADDRESS  ROLE\nraftlog-0  a:1      voter\nraftlog-1  b:1      voter  {role}"
+    )
+    stand_in = f'[ "$2" = list ] && printf \'%s\\n\' "{members}"; exit 0'
+    hook = container["lifecycle"]["preStop"]["exec"]["command"]
+    done, calls = run_shell(hook, env, stand_in, tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = ["member", "list", "--servers", "127.0.0.1:7701", "--timeout-s", "3"]
+    transfer = ["leader", "transfer", "--servers", "127.0.0.1:7701", "--timeout-s", "10"]
+    assert [c["argv"] for c in calls] == [listed, transfer] if transfers else [listed]
+    # The hand-over must fit in the grace period, with the stop after it.
+    assert statefulset["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 10 + 4 + 3
+
+
+def test_resources_are_requested_and_limited(
+    manifests: Manifests, statefulset: dict[str, Any]
+) -> None:
+    resources = node_container(statefulset)["resources"]
+    assert set(resources) == {"requests", "limits"}
+    for kind in ("requests", "limits"):
+        assert set(resources[kind]) == {"cpu", "memory"}, kind
+    storage = statefulset["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]
+    if manifests.namespace == "raftlog-dev":
+        assert (resources["limits"]["cpu"], storage["storage"]) == ("1", "1Gi")
 
 
 def test_node_runs_as_the_image_user(statefulset: dict[str, Any]) -> None:
@@ -184,46 +238,39 @@ def test_node_runs_as_the_image_user(statefulset: dict[str, Any]) -> None:
     assert (security["runAsUser"], security["runAsGroup"], security["fsGroup"]) == (uid,) * 3
 
 
-def kustomize(directory: Path) -> list[dict[str, Any]]:
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_renderer_agrees_with_kubectl_kustomize(overlay: str) -> None:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        pytest.skip("kubectl is not installed: kustomize build not checked")
+        pytest.skip("kubectl is not installed: tests/support/kustomize.py not compared with it")
     built = subprocess.run(
-        [kubectl, "kustomize", str(directory)],
+        [kubectl, "kustomize", str(overlay_dir(overlay))],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert built.returncode == 0, built.stderr
-    return [obj for obj in yaml.safe_load_all(built.stdout) if obj]
 
+    def by_name(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+        return {(o["kind"], o["metadata"]["name"]): o for o in objects}
 
-def test_kustomize_builds_every_object_into_the_namespace(manifests: Manifests) -> None:
-    built = kustomize(MANIFEST_DIR)
-    assert sorted((o["kind"], o["metadata"]["name"]) for o in built) == sorted(
-        (o["kind"], o["metadata"]["name"]) for _, o in manifests.objects
+    assert by_name(build(overlay_dir(overlay))) == by_name(
+        [o for o in yaml.safe_load_all(built.stdout) if o]
     )
-    assert {o["metadata"].get("namespace") for o in built} == {manifests.namespace}
 
 
 def test_delete_by_kustomization_keeps_the_data(manifests: Manifests) -> None:
     """`kubectl delete -k` deletes what the kustomization lists: neither the claims nor the
     namespace (deleting it would delete the claims in it)."""
-    kinds = {obj["kind"] for _, obj in manifests.objects}
+    kinds = {obj["kind"] for obj in manifests.objects}
     assert not kinds & {"Namespace", "PersistentVolumeClaim"}
     retention = manifests.one("StatefulSet")["spec"]["persistentVolumeClaimRetentionPolicy"]
     assert retention == {"whenDeleted": "Retain", "whenScaled": "Retain"}
 
 
-def test_kustomize_overlay_replaces_the_image(tmp_path: Path) -> None:
-    overlay = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        # kustomize refuses an absolute path to a base.
-        "resources": [os.path.relpath(MANIFEST_DIR, tmp_path)],
-        "images": [{"name": "raftlog", "newName": "registry.example/raftlog", "newTag": "1.0"}],
-    }
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
-    (statefulset,) = [o for o in kustomize(tmp_path) if o["kind"] == "StatefulSet"]
-    assert node_container(statefulset)["image"] == "registry.example/raftlog:1.0"
+def test_overlays_set_their_namespace_and_image() -> None:
+    dev, prod = (Manifests.render(overlay) for overlay in ("dev", "prod"))
+    assert (dev.namespace, prod.namespace) == ("raftlog-dev", "raftlog")
+    assert node_container(dev.one("StatefulSet"))["image"] == "raftlog:dev"
+    assert node_container(prod.one("StatefulSet"))["image"] == "registry.example/raftlog:0.1.0"

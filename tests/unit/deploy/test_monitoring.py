@@ -15,8 +15,14 @@ import pytest
 import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the dev extra
 
 from raftlog.node.config import parse_address
-from tests.unit.deploy.manifests import MANIFEST_DIR, Manifests, pod_environment, selects
-from tests.unit.deploy.test_kubernetes import KUBERNETES_VERSIONS, node_container
+from tests.unit.deploy.manifests import (
+    MANIFEST_DIR,
+    Manifests,
+    node_container,
+    pod_environment,
+    selects,
+)
+from tests.unit.deploy.test_kubernetes import KUBERNETES_VERSIONS
 
 MONITORING_DIR = MANIFEST_DIR / "monitoring"
 OPERATOR_API = "monitoring.coreos.com/v1"
@@ -30,7 +36,7 @@ def load(name: str) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def manifests() -> Manifests:
-    return Manifests.load()
+    return Manifests.render("dev")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +47,7 @@ def pod_labels(manifests: Manifests) -> dict[str, str]:
 
 def test_the_metrics_port_is_the_one_the_node_serves_metrics_on(manifests: Manifests) -> None:
     container = node_container(manifests.one("StatefulSet"))
-    env = pod_environment(manifests, container, "raftlog-0", manifests.namespace)
+    env = pod_environment(manifests, container, "raftlog-0")
     host, port = parse_address(env["RAFTLOG_METRICS_LISTEN"], "RAFTLOG_METRICS_LISTEN")
     # Prometheus scrapes the pod IP: the endpoint must listen on every interface.
     assert host == "0.0.0.0"
