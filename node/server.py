@@ -20,7 +20,9 @@ from grpc_reflection.v1alpha import reflection
 from raftlog.node.membership import Membership
 from raftlog.node.metrics import NodeMetrics
 from raftlog.node.services.client_api import ClientServices, add_client_services
+from raftlog.node.services.health import NodeHealth
 from raftlog.node.services.limits import ServiceLimits
+from raftlog.node.services.request_guard import RequestGuard
 from raftlog.node.write_path import WritePath
 from raftlog.proto import client_pb2
 from raftlog.store.message_store import MessageStore
@@ -58,7 +60,7 @@ class NodeServer:
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=_MAX_WORKERS, thread_name_prefix="grpc"),
             options=_SERVER_OPTIONS,
-            interceptors=(metrics.rpc,) if metrics is not None else (),
+            interceptors=(*((metrics.rpc,) if metrics is not None else ()), RequestGuard()),
         )
         self._services: ClientServices = add_client_services(
             self._server,
@@ -70,7 +72,7 @@ class NodeServer:
         )
         add_peer_service(self._server)
         self._service_names = (*CLIENT_SERVICE_NAMES, peer_service_name)
-        self._health = health.HealthServicer()
+        self._health = NodeHealth()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(
             (*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
