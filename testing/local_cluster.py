@@ -10,7 +10,11 @@ Rules this module keeps:
 - Servers listen on 127.0.0.1 only.
 - Only processes this module started are signalled, by PID, and only while
   /proc/<pid>/cmdline still looks like our node (contains "raftlog" and the node id), so a
-  recycled PID is never killed. Stop is SIGTERM, a bounded wait, then SIGKILL.
+  recycled PID is never killed. Stop is SIGTERM, a bounded wait, then SIGKILL; ``stop`` says
+  which nodes it had to kill.
+- A node runs when its process holds its store's lock (testing/running_nodes.py), whatever
+  cluster.json says: ``load`` adopts such a process, and ``start`` refuses, changing nothing,
+  while any node of the directory runs.
 - Every wait is bounded in time and in the number of checks.
 """
 
@@ -36,6 +40,7 @@ from raftlog.testing.node_probes import (
     leader_address,
     port_in_use,
 )
+from raftlog.testing.running_nodes import node_pid
 
 LOG_FILE = "node.log"
 DEFAULT_BASE_PORT = 7701
@@ -166,6 +171,7 @@ class LocalCluster:
                 f"{base_dir}/{CLUSTER_FILE} is unreadable or malformed: {error}"
             ) from None
         cluster.nodes = {node.node_id: node for node in nodes}
+        cluster.adopt_running()
         cluster.metrics_ports = {
             str(node_id): int(port) for node_id, port in settings.get("metrics_ports", {}).items()
         }
@@ -236,6 +242,14 @@ class LocalCluster:
         command = cmdline(node.pid)
         return "raftlog" in command and f"--node-id {node.node_id}" in command
 
+    def adopt_running(self) -> list[str]:
+        """Record, for each node whose recorded pid is not running it, the node process that
+        holds its store's lock (if any); returns the ids of the nodes running now."""
+        for node in self.nodes.values():
+            if not self._ours(node):
+                node.pid = node_pid(node.data_dir, node.node_id)
+        return [node_id for node_id, node in self.nodes.items() if self._ours(node)]
+
     def running(self, node_id: str) -> bool:
         """True while ``node_id``'s recorded process runs."""
         return self._ours(self.nodes[node_id])
@@ -272,7 +286,14 @@ class LocalCluster:
     ) -> None:
         """Spawn every node, write cluster.json, then wait until each answers health SERVING
         and a leader is known. ``progress`` is called about every half second while waiting.
-        On timeout or a node that exits, stops what was started and raises ClusterError."""
+        On timeout or a node that exits, stops what was started and raises ClusterError; while
+        a node of this directory runs, raises ClusterError at once, having changed nothing."""
+        running = self.adopt_running()
+        if running:
+            pids = ", ".join(f"{n} pid {self.nodes[n].pid}" for n in running)
+            raise ClusterError(
+                f"a cluster is already running in {self.base_dir} ({pids}); nothing was changed"
+            )
         if self.controllers is not None:
             self.controllers.start()
         for node_id in self.nodes:
@@ -392,16 +413,18 @@ class LocalCluster:
         self._processes.pop(node_id, None)
         node.pid = None
 
-    def stop(self, timeout_s: float = 10.0) -> None:
+    def stop(self, timeout_s: float = 10.0) -> list[str]:
         """Stop every node: SIGTERM all, wait up to ``timeout_s`` in total, SIGKILL the rest.
-        Records the stopped state in cluster.json."""
+        Records the stopped state in cluster.json; returns the ids of the nodes killed."""
         nodes = list(self.nodes.values())
         for node in nodes:
             self._signal(node, signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
+        killed = []
         for node in nodes:
             if not self._wait_gone(node, max(0.0, deadline - time.monotonic())):
-                self._signal(node, signal.SIGKILL)
+                if self._signal(node, signal.SIGKILL):
+                    killed.append(node.node_id)
                 self._wait_gone(node, 5.0)
             self._processes.pop(node.node_id, None)
             node.pid = None
@@ -409,6 +432,7 @@ class LocalCluster:
             self.controllers.stop(timeout_s)
         if os.path.isdir(self.base_dir):
             self._save()
+        return killed
 
     def kill(self, node_id: str) -> None:
         """SIGKILL ``node_id`` (a crash: no graceful shutdown)."""

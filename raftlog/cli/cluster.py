@@ -1,11 +1,13 @@
 """`raftlog cluster up|down|status`: a local cluster of real node processes (LocalCluster).
 
 Rules this module keeps: `up` leaves the nodes running in the background and returns once a
-leader is known (printing a dot about every half second while waiting); `down` stops only the
-processes recorded in <data-dir>/cluster.json; `status` asks every member for its own view and
-the leader for the lag, and prints one table row per member (voter or learner), its last
-column the node's metrics URL (every node `up` starts serves metrics on a free port), then a
-summary of the membership.
+leader is known (printing a dot about every half second while waiting); on a data directory
+whose cluster runs, `up` says so and changes nothing; `down` stops the node processes that
+own the directory's stores (recorded in <data-dir>/cluster.json or found by their store
+lock, never any other process) and names the nodes it had to kill; `status` asks every
+member for its own view and the leader for the lag, and prints one table row per member
+(voter or learner), its last column the node's metrics URL (every node `up` starts serves
+metrics on a free port), then a summary of the membership.
 """
 
 from __future__ import annotations
@@ -85,6 +87,15 @@ def _up(args: argparse.Namespace) -> int:
         controllers=controllers,
         metrics=True,
     )
+    running = cluster.adopt_running()
+    if running:
+        pids = ", ".join(f"{n} pid {cluster.nodes[n].pid}" for n in running)
+        print(
+            f"a local cluster is already running in {cluster.base_dir} ({pids}); nothing was "
+            "changed (stop it with: raftlog cluster down)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     print(f"starting {args.nodes} nodes in {cluster.base_dir} ", end="", flush=True)
 
     def dot() -> None:
@@ -109,8 +120,17 @@ def _down(args: argparse.Namespace) -> int:
 
     cluster = LocalCluster.load(args.data_dir)
     running = [n for n in cluster.nodes if cluster.running(n)]
-    cluster.stop(args.timeout)
-    print(f"stopped {len(running)} node(s): {', '.join(running) or 'none were running'}")
+    killed = cluster.stop(args.timeout)
+    graceful = [n for n in running if n not in killed]
+    if not running:
+        print("stopped 0 node(s): none were running")
+    if graceful:
+        print(f"stopped {len(graceful)} node(s) gracefully: {', '.join(graceful)}")
+    if killed:
+        print(
+            f"killed {len(killed)} node(s) that had not stopped {args.timeout:g} s after "
+            f"SIGTERM: {', '.join(killed)} (see their node.log)"
+        )
     return EXIT_OK
 
 
