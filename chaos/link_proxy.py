@@ -19,6 +19,9 @@ three modes:
 
 :class:`ProxyMesh` holds one proxy per ordered pair of nodes and gives each node its peers map
 (its own entry stays its real address, as node/config.py requires; the others are proxies).
+Nodes talk Raft (or the HA stream) on their peer ports, so each link has a twin proxy to the
+destination's peer port (``peer_addresses_for`` gives a node's ``--peer-addresses`` map);
+a link and its twin are always in the same mode, so a partition cuts both.
 It may also hold one proxy from each node to each of a few services the nodes dial but that
 never dial them (a master-slave group's controller members): link "n1->c2" carries n1's calls
 to controller member c2, so a partition can cut a master off from its controller. And it
@@ -222,18 +225,36 @@ class ProxyMesh:
     :data:`CLIENT` to each node."""
 
     def __init__(
-        self, addresses: Mapping[str, str], services: Mapping[str, str] | None = None
+        self,
+        addresses: Mapping[str, str],
+        services: Mapping[str, str] | None = None,
+        peer_addresses: Mapping[str, str] | None = None,
     ) -> None:
         self.addresses = dict(addresses)
         self.services = dict(services or {})
-        avoid = {_split(a)[1] for a in (*self.addresses.values(), *self.services.values())}
+        self.peer_addresses = dict(peer_addresses or {})
+        avoid = {
+            _split(a)[1]
+            for a in (
+                *self.addresses.values(),
+                *self.services.values(),
+                *self.peer_addresses.values(),
+            )
+        }
         self.links: dict[tuple[str, str], LinkProxy] = {}
+        # The twin of link (a, b) to b's peer port.
+        self.peer_links: dict[tuple[str, str], LinkProxy] = {}
         try:
             for source in self.addresses:
                 for destination, address in (*self.addresses.items(), *self.services.items()):
                     if source != destination:
                         self.links[(source, destination)] = LinkProxy(
                             f"{source}->{destination}", address, avoid_ports=avoid
+                        )
+                for destination, address in self.peer_addresses.items():
+                    if source != destination:
+                        self.peer_links[(source, destination)] = LinkProxy(
+                            f"{source}->{destination} (peer port)", address, avoid_ports=avoid
                         )
             for destination, address in self.addresses.items():
                 self.links[(CLIENT, destination)] = LinkProxy(
@@ -248,6 +269,14 @@ class ProxyMesh:
         return {
             other: address if other == node_id else self.links[(node_id, other)].address
             for other, address in self.addresses.items()
+        }
+
+    def peer_addresses_for(self, node_id: str) -> dict[str, str]:
+        """``node_id``'s peer address map: a proxy to each other node's peer port."""
+        return {
+            other: proxy.address
+            for (source, other), proxy in self.peer_links.items()
+            if source == node_id
         }
 
     def services_for(self, node_id: str) -> list[str]:
@@ -269,7 +298,7 @@ class ProxyMesh:
     def block(self, links: Collection[tuple[str, str]], mode: Mode, delay_ms: int = 0) -> None:
         """Put exactly ``links`` in ``mode`` (with ``delay_ms`` for ``delay``) and every other
         link back to ``pass``."""
-        for key, proxy in self.links.items():
+        for key, proxy in self._all_proxies():
             if key in links:
                 proxy.set_mode(mode, delay_ms)
             else:
@@ -277,9 +306,13 @@ class ProxyMesh:
 
     def heal(self) -> None:
         """Every link back to ``pass``."""
-        for proxy in self.links.values():
+        for _, proxy in self._all_proxies():
             proxy.set_mode("pass")
 
+    def _all_proxies(self) -> list[tuple[tuple[str, str], LinkProxy]]:
+        """Every link and every twin, by the link they belong to."""
+        return [*self.links.items(), *self.peer_links.items()]
+
     def close(self) -> None:
-        for proxy in self.links.values():
+        for _, proxy in self._all_proxies():
             proxy.close()

@@ -83,9 +83,13 @@ class LocalTarget:
             self.mesh = ProxyMesh(
                 {n: node.address for n, node in self.cluster.nodes.items()},
                 {m.member_id: m.grpc_address for m in members},
+                {n: node.peer_address for n, node in self.cluster.nodes.items()},
             )
             self.controller_ids = tuple(m.member_id for m in members)
             self.cluster.peer_overrides = {n: self.mesh.peers_for(n) for n in self.cluster.nodes}
+            self.cluster.peer_port_overrides = {
+                n: self.mesh.peer_addresses_for(n) for n in self.cluster.nodes
+            }
             self.cluster.controller_overrides = {
                 n: ",".join(self.mesh.services_for(n)) for n in self.cluster.nodes
             }

@@ -42,6 +42,8 @@ REQUEST_LIMIT_FIELDS = (
     "max_inflight_produce_count",
     "max_pull_message_count",
 )
+# A member's peer port, unless named in ``peer_addresses``: its client port plus this.
+PEER_PORT_OFFSET = 1000
 
 _ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # A DNS name or IPv4 literal; IPv6 literals are written in brackets and checked apart.
@@ -75,6 +77,20 @@ def parse_address(value: str, what: str, *, min_port: int = 1) -> tuple[str, int
     if not port_text.isdigit() or not min_port <= int(port_text) <= 65535:
         raise ConfigError(f"{what}: {value!r} has port {port_text!r}; it must be {min_port}..65535")
     return host, int(port_text)
+
+
+def derived_peer_address(client_address: str) -> str:
+    """The peer port's address of a member reached at ``client_address``: the same host, the
+    port plus PEER_PORT_OFFSET (node/peer/addresses.py says why)."""
+    host, port = parse_address(client_address, "peer address")
+    peer_port = port + PEER_PORT_OFFSET
+    if peer_port > 65535:
+        raise ConfigError(
+            f"peer_addresses: the peer port of {client_address!r} would be {peer_port}; "
+            "name it in peer_addresses (and peer_listen on that node)"
+        )
+    shown_host = f"[{host}]" if ":" in host else host
+    return f"{shown_host}:{peer_port}"
 
 
 def parse_peers(text: str, what: str = "peers") -> dict[str, str]:
@@ -172,6 +188,12 @@ class NodeConfig:
     join: str | None = None
     # How long a joining node keeps asking to be added, and then promoted, before giving up.
     join_timeout_ms: int = 600_000
+    # -- the peer port (docs/security.md): Raft's RaftPeer and master-slave's HaPeer are
+    # served here, never on the client port. None = the listen host, port + PEER_PORT_OFFSET.
+    peer_listen: str | None = None
+    # Members whose peer port is not their client port + PEER_PORT_OFFSET, as
+    # "n1=host:port,..." (node id -> peer host:port); None = derive every one.
+    peer_addresses: dict[str, str] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         check_id("node_id", self.node_id)
@@ -181,6 +203,7 @@ class NodeConfig:
             parse_address(self.advertise_address, "advertise_address")
         self._check_metrics_listen()
         self._check_peers()
+        self._check_peer_port()
         if not isinstance(self.data_dir, str) or not self.data_dir:
             raise ConfigError("data_dir: must be a non-empty path")
         if self.durability not in DURABILITY_MODES:
@@ -269,6 +292,26 @@ class NodeConfig:
                 f"metrics_listen: {self.metrics_listen!r} is the listen address; the metrics "
                 "endpoint needs a port of its own"
             )
+
+    def _check_peer_port(self) -> None:
+        listen = self.peer_listen_address
+        parse_address(listen, "peer_listen")
+        if listen in (self.listen_address, self.metrics_listen):
+            raise ConfigError(
+                f"peer_listen: {listen!r} is already the listen or metrics address; the peer "
+                "port needs a port of its own"
+            )
+        if self.peer_addresses is not None:
+            if not isinstance(self.peer_addresses, dict):
+                raise ConfigError("peer_addresses: must map node ids to host:port")
+            for peer_id, address in self.peer_addresses.items():
+                check_id("peer_addresses", peer_id)
+                parse_address(address, f"peer_addresses[{peer_id}]")
+
+    @property
+    def peer_listen_address(self) -> str:
+        """Where the peer port listens: ``peer_listen``, or derived from the listen address."""
+        return self.peer_listen or derived_peer_address(self.listen_address)
 
     def _check_peers(self) -> None:
         if not isinstance(self.peers, dict) or not self.peers:
@@ -391,9 +434,11 @@ __all__ = [
     "DURABILITY_MODES",
     "ENV_PREFIX",
     "LOG_LEVELS",
+    "PEER_PORT_OFFSET",
     "ConfigError",
     "NodeConfig",
     "check_id",
+    "derived_peer_address",
     "parse_address",
     "parse_peers",
 ]

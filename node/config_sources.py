@@ -27,6 +27,8 @@ _INT_FIELDS = frozenset(
 ) | {"broker_id", "min_in_sync_replicas"}
 _FLOAT_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_ratio"))
 _BOOL_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_enable"))
+# Fields written "n1=host:port,n2=host:port" in the environment and on the command line.
+_ADDRESS_MAP_FIELDS = frozenset({"peers", "peer_addresses"})
 _BOOL_TEXT = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 _OPTIONAL_FIELDS = frozenset(
     {
@@ -39,6 +41,8 @@ _OPTIONAL_FIELDS = frozenset(
         "controller_addresses",
         "metrics_listen",
         "join",
+        "peer_listen",
+        "peer_addresses",
     }
 )
 
@@ -65,19 +69,19 @@ def _from_text(name: str, text: str, source: str) -> object:
     except ValueError:
         kind = "an integer" if name in _INT_FIELDS else "a number"
         raise ConfigError(f"{name}: {text!r} is not {kind} ({source})") from None
-    if name == "peers":
-        return parse_peers(text)
+    if name in _ADDRESS_MAP_FIELDS:
+        return parse_peers(text, name)
     return text
 
 
 def _from_toml(name: str, value: object, source: str) -> object:
     """Check a TOML value's type (TOML is typed: no string-to-int guessing here)."""
-    if name == "peers":
+    if name in _ADDRESS_MAP_FIELDS:
         if isinstance(value, str):
-            return parse_peers(value)
+            return parse_peers(value, name)
         if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
             return dict(value)
-        raise ConfigError(f'peers: must be a table of node_id = "host:port" ({source})')
+        raise ConfigError(f'{name}: must be a table of node_id = "host:port" ({source})')
     if name in _BOOL_FIELDS:
         if type(value) is not bool:
             raise ConfigError(f"{name}: {value!r} is not true or false ({source})")

@@ -28,6 +28,7 @@ from types import FrameType
 from raftlog.node.config import NodeConfig, parse_address
 from raftlog.node.masterslave.group import MasterSlaveMember
 from raftlog.node.metrics import NodeMetrics
+from raftlog.node.peer.dialer import PeerDialer
 from raftlog.node.replication.member import RaftMember
 from raftlog.node.replication.replica import Replica
 from raftlog.node.server import NodeServer
@@ -72,10 +73,11 @@ class Node:
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
         store_host = _store_host(config.advertise_address or config.listen_address)
+        dialer = PeerDialer(config.peer_addresses)
         self.member: RaftMember | MasterSlaveMember = (
-            MasterSlaveMember(config, store_host)
+            MasterSlaveMember(config, store_host, dialer)
             if config.replication == "master-slave"
-            else RaftMember(config, store_host)
+            else RaftMember(config, store_host, dialer)
         )
         self.store = self.member.store
         limits = service_limits(config)
@@ -88,6 +90,7 @@ class Node:
                 )
             self.server = NodeServer(
                 config.listen_address,
+                config.peer_listen_address,
                 self.store,
                 self.member.write_path,
                 self.member.add_peer_service,
@@ -131,9 +134,10 @@ class Node:
             _log.info("node %s serves metrics at %s", self.config.node_id, self.metrics.url)
         self._housekeeper.start()
         _log.info(
-            "node %s serving on %s (cluster %s, %s, peers %s)",
+            "node %s serving on %s, peers on %s (cluster %s, %s, peers %s)",
             self.config.node_id,
             self.config.listen_address,
+            self.config.peer_listen_address,
             self.config.cluster_id,
             self.config.replication,
             ",".join(sorted(self.config.peers)),

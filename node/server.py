@@ -1,11 +1,13 @@
-"""NodeServer: the gRPC server of one node: client services (Producer, Consumer, Admin), the
-peer service of its replication mode (RaftPeer, or HaPeer on a master), gRPC health checking
-and server reflection, on one port.
+"""NodeServer: the gRPC servers of one node, on two ports. The client port serves the client
+services (Producer, Consumer, Admin), gRPC health checking and server reflection; the peer
+port serves only the peer service of the node's replication mode (RaftPeer, or HaPeer).
 
-Rules this module keeps: the thread pool is sized for the long-lived calls a node holds (one
-inbound Raft stream per peer, long polls) plus request handlers, so a burst of long polls
-cannot starve Raft traffic of threads below ``_MIN_FREE_WORKERS``; health reports SERVING
-only between ``start`` and ``stop``; ``stop`` answers in-flight calls within its grace.
+Rules this module keeps: the client port never serves a peer method (they are different
+``grpc.Server`` objects, so a peer method called on the client port is UNIMPLEMENTED), which
+lets the peer port be firewalled, and later authenticated, apart; each server has its own
+thread pool, so a burst of long polls on the client port cannot starve Raft traffic of
+threads; health reports SERVING only between ``start`` and ``stop``; ``stop`` answers
+in-flight calls within its grace.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from raftlog.node.write_path import WritePath
 from raftlog.proto import client_pb2
 from raftlog.store.message_store import MessageStore
 
-_MAX_WORKERS = 64
+_MAX_CLIENT_WORKERS = 64
+# One inbound stream per peer, plus segment fetches of snapshot installs.
+_MAX_PEER_WORKERS = 16
 _MAX_GRPC_MESSAGE_BYTES = 64 << 20
 _SERVER_OPTIONS: list[tuple[str, int]] = [
     ("grpc.max_send_message_length", _MAX_GRPC_MESSAGE_BYTES),
@@ -49,6 +53,7 @@ class NodeServer:
     def __init__(
         self,
         listen_address: str,
+        peer_listen_address: str,
         store: MessageStore,
         write_path: WritePath,
         add_peer_service: Callable[[grpc.Server], None],
@@ -57,10 +62,16 @@ class NodeServer:
         membership: Membership | None = None,
         metrics: NodeMetrics | None = None,
     ) -> None:
+        interceptors = (*((metrics.rpc,) if metrics is not None else ()), RequestGuard())
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=_MAX_WORKERS, thread_name_prefix="grpc"),
+            futures.ThreadPoolExecutor(max_workers=_MAX_CLIENT_WORKERS, thread_name_prefix="grpc"),
             options=_SERVER_OPTIONS,
-            interceptors=(*((metrics.rpc,) if metrics is not None else ()), RequestGuard()),
+            interceptors=interceptors,
+        )
+        self._peer_server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=_MAX_PEER_WORKERS, thread_name_prefix="peer"),
+            options=_SERVER_OPTIONS,
+            interceptors=interceptors,
         )
         self._services: ClientServices = add_client_services(
             self._server,
@@ -70,26 +81,35 @@ class NodeServer:
             membership,
             metrics_url=metrics.url if metrics is not None else "",
         )
-        add_peer_service(self._server)
-        self._service_names = (*CLIENT_SERVICE_NAMES, peer_service_name)
+        add_peer_service(self._peer_server)
+        self._service_names = CLIENT_SERVICE_NAMES
         self._health = NodeHealth()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(
             (*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
-        self.port = self._server.add_insecure_port(listen_address)
-        if self.port == 0:
-            raise OSError(f"cannot listen on {listen_address}")
+        self.port = _bind(self._server, listen_address)
+        self.peer_port = _bind(self._peer_server, peer_listen_address)
 
     def _set_health(self, status: int) -> None:
         for name in ("", *self._service_names):
             self._health.set(name, status)
 
     def start(self) -> None:
+        self._peer_server.start()
         self._server.start()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
 
     def stop(self, grace_s: float) -> None:
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self._services.stop()
-        self._server.stop(grace_s).wait()
+        client_stopped = self._server.stop(grace_s)
+        self._peer_server.stop(grace_s).wait()
+        client_stopped.wait()
+
+
+def _bind(server: grpc.Server, address: str) -> int:
+    port = int(server.add_insecure_port(address))
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    return port

@@ -21,17 +21,24 @@ _VERSION = 1
 
 @dataclass
 class LocalNode:
-    """One node of the local cluster: its id, port, data directory and process id."""
+    """One node of the local cluster: its id, client and peer ports, data directory and
+    process id."""
 
     node_id: str
     port: int
     data_dir: str
     pid: int | None = None
+    peer_port: int = 0
 
     @property
     def address(self) -> str:
         """``127.0.0.1:<port>``."""
         return f"{HOST}:{self.port}"
+
+    @property
+    def peer_address(self) -> str:
+        """``127.0.0.1:<peer port>``: where other nodes reach its peer port."""
+        return f"{HOST}:{self.peer_port}"
 
 
 def write_state(base_dir: str, settings: dict[str, Any], nodes: list[LocalNode]) -> None:
@@ -41,7 +48,13 @@ def write_state(base_dir: str, settings: dict[str, Any], nodes: list[LocalNode])
         "version": _VERSION,
         **settings,
         "nodes": [
-            {"node_id": n.node_id, "port": n.port, "data_dir": n.data_dir, "pid": n.pid}
+            {
+                "node_id": n.node_id,
+                "port": n.port,
+                "peer_port": n.peer_port,
+                "data_dir": n.data_dir,
+                "pid": n.pid,
+            }
             for n in nodes
         ],
     }
@@ -63,6 +76,7 @@ def read_state(base_dir: str) -> tuple[dict[str, Any], list[LocalNode]]:
             port=int(n["port"]),
             data_dir=str(n["data_dir"]),
             pid=None if n.get("pid") is None else int(n["pid"]),
+            peer_port=int(n.get("peer_port", 0)),
         )
         for n in document["nodes"]
     ]

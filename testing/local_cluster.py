@@ -44,7 +44,19 @@ from raftlog.testing.running_nodes import node_pid
 
 LOG_FILE = "node.log"
 DEFAULT_BASE_PORT = 7701
+# With a fixed base port, a node's peer port is its client port plus this: the ports a node
+# derives when told none (node/config.py), so `cluster up` and hand-started nodes agree.
+PEER_PORT_OFFSET = 1000
 _POLL_INTERVAL_S = 0.1
+
+
+def _free_port_pair() -> int:
+    """A free client port whose peer port (+ PEER_PORT_OFFSET) is free as well."""
+    for _ in range(100):
+        port = free_port()
+        if port + PEER_PORT_OFFSET <= 65535 and not port_in_use(port + PEER_PORT_OFFSET):
+            return port
+    raise ClusterError("no free pair of client and peer ports found in 100 tries")
 
 
 class ClusterError(RuntimeError):
@@ -59,11 +71,16 @@ class LocalCluster:
     ``durability`` is passed to every node ("fsync" or "write"); ``replication`` "master-slave"
     makes n1 the master (``master_role`` SYNC_MASTER or ASYNC_MASTER, broker_id 0) and the
     other nodes its slaves (static mode); ``extra_args`` are appended
-    to every node's command line (e.g. ``("--tick-ms", "20")``). ``peer_overrides`` (node id
-    -> that node's own peers map) replaces ``peers_flag`` for the nodes it names: the chaos
-    target routes each node's peer traffic through link proxies this way (each node's own
-    entry must stay its real address). It may also be set after construction, once the
-    ports are known; it is not recorded in cluster.json. ``controller_overrides`` (node id ->
+    to every node's command line (e.g. ``("--tick-ms", "20")``). Each node also serves a peer
+    port, its client port + ``PEER_PORT_OFFSET`` (the port every node derives by default, so
+    a node started by hand with ``--join`` reaches them; ``base_port`` 0 picks client ports
+    whose peer port is free too).
+    ``peer_overrides`` (node id -> that node's own peers map) replaces ``peers_flag`` for the
+    nodes it names, and ``peer_port_overrides`` (node id -> its ``--peer-addresses`` map)
+    the peer addresses it dials: the chaos target routes each node's traffic to the others
+    through link proxies this way (each node's own entry must stay its real address). Both
+    may also be set after construction, once the ports are known; they are not recorded in
+    cluster.json. ``controller_overrides`` (node id ->
     ``--controller-addresses`` value) does the same for the controller members' addresses.
     ``metrics`` gives every node a Prometheus endpoint on a free port (``metrics_url``).
     """
@@ -92,19 +109,23 @@ class LocalCluster:
         self.controllers = controllers
         self.extra_args = tuple(extra_args)
         ports = (
-            [free_port() for _ in range(node_count)]
+            [_free_port_pair() for _ in range(node_count)]
             if base_port == 0
             else [base_port + i for i in range(node_count)]
         )
         self.nodes: dict[str, LocalNode] = {
             f"n{i + 1}": LocalNode(
-                node_id=f"n{i + 1}", port=port, data_dir=os.path.join(self.base_dir, f"n{i + 1}")
+                node_id=f"n{i + 1}",
+                port=port,
+                data_dir=os.path.join(self.base_dir, f"n{i + 1}"),
+                peer_port=port + PEER_PORT_OFFSET,
             )
             for i, port in enumerate(ports)
         }
         self.peer_overrides: dict[str, dict[str, str]] = {
             node_id: dict(peers) for node_id, peers in (peer_overrides or {}).items()
         }
+        self.peer_port_overrides: dict[str, dict[str, str]] = {}
         self.controller_overrides: dict[str, str] = {}
         self.metrics_ports: dict[str, int] = (
             {node_id: free_port() for node_id in self.nodes} if metrics else {}
@@ -130,6 +151,14 @@ class LocalCluster:
         if peers is None:
             return self.peers_flag
         return ",".join(f"{peer_id}={address}" for peer_id, address in peers.items())
+
+    def _peer_port_args(self, node_id: str) -> list[str]:
+        """``--peer-addresses`` when ``peer_port_overrides`` names this node."""
+        peer_addresses = self.peer_port_overrides.get(node_id)
+        if not peer_addresses:
+            return []
+        listed = ",".join(f"{k}={v}" for k, v in peer_addresses.items())
+        return ["--peer-addresses", listed]
 
     def _save(self) -> None:
         settings = {
@@ -194,6 +223,7 @@ class LocalCluster:
             node.address,
             "--peers",
             self.peers_flag_for(node_id),
+            *self._peer_port_args(node_id),
             "--data-dir",
             node.data_dir,
             "--durability",
@@ -258,11 +288,13 @@ class LocalCluster:
         node = self.nodes[node_id]
         if self._ours(node):
             raise ClusterError(f"{node_id} is already running (pid {node.pid})")
-        if port_in_use(node.port):
-            raise ClusterError(
-                f"port {node.port} for {node_id} is already in use; stop what uses it or "
-                "choose another base port"
-            )
+        for address in (node.address, node.peer_address):
+            port = int(address.rsplit(":", 1)[1])
+            if port_in_use(port):
+                raise ClusterError(
+                    f"port {port} for {node_id} is already in use; stop what uses it or "
+                    "choose another base port"
+                )
         os.makedirs(node.data_dir, exist_ok=True)
         log_path = os.path.join(node.data_dir, LOG_FILE)
         with open(log_path, "ab") as log:

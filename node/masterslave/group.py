@@ -29,6 +29,7 @@ from raftlog.node.masterslave.master_state import MasterState
 from raftlog.node.masterslave.replicator import ReplicatorSettings, SlaveReplicator
 from raftlog.node.masterslave.roles import GroupRole, RoleHolder
 from raftlog.node.masterslave.write_path import GroupSettings, MasterSlaveWritePath
+from raftlog.node.peer.dialer import PeerDialer
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.message_store import MessageStore
@@ -46,8 +47,9 @@ def _master_id(config: NodeConfig) -> str:
 class MasterSlaveMember:
     peer_service_name = PEER_SERVICE_NAME
 
-    def __init__(self, config: NodeConfig, store_host: tuple[str, int]) -> None:
+    def __init__(self, config: NodeConfig, store_host: tuple[str, int], dialer: PeerDialer) -> None:
         self._config = config
+        self._dialer = dialer
         self.store = MessageStore.open(
             config.store_config(),
             OsFileSystem(),
@@ -159,9 +161,10 @@ class MasterSlaveMember:
         and at ``address`` (what the master registered with the controller) only when it is
         not among the peers."""
         config = self._config
-        target = config.peers.get(master_id, address)
-        if target is None:
+        client_address = config.peers.get(master_id, address)
+        if client_address is None:
             raise ValueError(f"no address for master {master_id!r}: not a peer, none given")
+        target = self._dialer.address_of(master_id, client_address)
         with self._change_lock:
             previous = self.roles.swap(GroupRole(master_id, epoch))
             if previous.master_state is not None:
@@ -173,6 +176,8 @@ class MasterSlaveMember:
                     config.broker_name,
                     config.node_id,
                     target,
+                    master_id,
+                    self._dialer,
                 ),
                 self.store,
                 self.history,

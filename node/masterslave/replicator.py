@@ -27,7 +27,7 @@ import queue
 import threading
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 
@@ -39,7 +39,7 @@ from raftlog.node.control import (
     control_command_of,
 )
 from raftlog.node.masterslave.epochs import EpochEntry, EpochHistory
-from raftlog.node.peer.transport import CHANNEL_OPTIONS
+from raftlog.node.peer.dialer import PeerDialer
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import StoreError
 from raftlog.store.message_store import MessageStore
@@ -55,7 +55,10 @@ class ReplicatorSettings:
     cluster_id: str
     broker_name: str
     node_id: str
+    # The master's peer address (PeerDialer.address_of), and how to dial it.
     master_address: str
+    master_id: str = ""
+    dialer: PeerDialer = field(default_factory=PeerDialer)
 
 
 class SlaveReplicator:
@@ -129,9 +132,8 @@ class SlaveReplicator:
     def _stream_once(self) -> None:
         reports: queue.Queue[peer_pb2.SlaveReport | None] = queue.Queue()
         reports.put(self._report(first=True))
-        with grpc.insecure_channel(
-            self._settings.master_address, options=CHANNEL_OPTIONS
-        ) as channel:
+        settings = self._settings
+        with settings.dialer.channel(settings.master_id, settings.master_address) as channel:
             stub = peer_pb2_grpc.HaPeerStub(channel)  # type: ignore[no-untyped-call]
             call = stub.Replicate(_drain(reports, self._stop))
             with self._lock:

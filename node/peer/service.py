@@ -8,8 +8,10 @@ wait out an election timeout to replace a leader that died. ``FetchSegments``: a
 installing a snapshot copies CommitLog bytes (node/peer/segment_source.py).
 
 Rules this module keeps: a stream from another cluster, or with a malformed message, is ended
-with INVALID_ARGUMENT and nothing of that item reaches the core; a handler never blocks on the
-Raft loop (the inbox is unbounded and cheap to fill).
+with INVALID_ARGUMENT, and one from a node that is not a current member (or that names
+another sender than the stream's first message, or another target than this node) with
+PERMISSION_DENIED; nothing of a refused item reaches the core, so a stranger cannot move the
+term. A handler never blocks on the Raft loop (the inbox is unbounded and cheap to fill).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
     def __init__(
         self,
         cluster_id: str,
+        node_id: str,
+        is_member: Callable[[str], bool],
         deliver: Callable[[Sequence[Message]], None],
         peer_gone: Callable[[str], None],
         fetch_segments: Callable[
@@ -37,6 +41,8 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
         ],
     ) -> None:
         self._cluster_id = cluster_id
+        self._node_id = node_id
+        self._is_member = is_member
         self._deliver = deliver
         self._peer_gone = peer_gone
         self._fetch_segments = fetch_segments
@@ -46,6 +52,22 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
             context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"cluster id {cluster_id!r} is not this node's {self._cluster_id!r}",
+            )
+
+    def _check_sender(
+        self, sender: str, messages: Sequence[Message], context: grpc.ServicerContext
+    ) -> None:
+        """Every message comes from ``sender``, a current member, and is addressed here."""
+        for message in messages:
+            if message.source != sender or message.target != self._node_id:
+                context.abort(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"a message from {message.source!r} to {message.target!r} on the stream "
+                    f"of {sender!r} to {self._node_id!r}",
+                )
+        if not self._is_member(sender):
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, f"{sender!r} is not a member of this cluster"
             )
 
     def Messages(
@@ -62,7 +84,9 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
                 except ValueError as error:
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
                 if messages:
-                    sender = messages[0].source
+                    claimed = sender or messages[0].source
+                    self._check_sender(claimed, messages, context)
+                    sender = claimed
                     self._deliver(messages)
         finally:
             # A sender's stream ends only with its process (a killed process's connection
@@ -77,6 +101,11 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
         self, request: peer_pb2.FetchSegmentsRequest, context: grpc.ServicerContext
     ) -> Iterator[peer_pb2.SegmentChunk]:
         self._check_cluster(request.cluster_id, context)
+        if not self._is_member(request.node_id):
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{request.node_id!r} is not a member of this cluster",
+            )
         if request.from_physical_offset < 0:
             context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,

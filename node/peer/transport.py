@@ -26,22 +26,12 @@ from collections.abc import Callable, Iterator, Sequence
 import grpc
 
 from raftlog.node.peer.codec import encode_message
+from raftlog.node.peer.dialer import PeerDialer
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.raft.types import Message
 
 _log = logging.getLogger(__name__)
 
-MAX_GRPC_MESSAGE_BYTES = 64 << 20
-CHANNEL_OPTIONS: list[tuple[str, int]] = [
-    ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
-    ("grpc.keepalive_time_ms", 1000),
-    ("grpc.keepalive_timeout_ms", 2000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
-]
 _MAX_QUEUED_BATCHES = 4096
 _MAX_STREAM_ITEM_BYTES = 4 << 20
 _RECONNECT_BACKOFF_MIN_S = 0.05
@@ -61,9 +51,11 @@ class _PeerSender:
         address: str,
         cluster_id: str,
         on_unreachable: Callable[[str], None],
+        dialer: PeerDialer,
     ) -> None:
         self.peer_id = peer_id
         self._address = address
+        self._dialer = dialer
         self._cluster_id = cluster_id
         self._on_unreachable = on_unreachable
         self._queue: queue.Queue[list[Message]] = queue.Queue(_MAX_QUEUED_BATCHES)
@@ -120,7 +112,7 @@ class _PeerSender:
         rng = random.Random()
         while not self._closed.is_set():
             stream_broken = threading.Event()
-            with grpc.insecure_channel(self._address, options=CHANNEL_OPTIONS) as channel:
+            with self._dialer.channel(self.peer_id, self._address) as channel:
                 stub = peer_pb2_grpc.RaftPeerStub(channel)  # type: ignore[no-untyped-call]
                 try:
                     for _ in stub.Messages(self._batches(stream_broken)):
@@ -142,24 +134,29 @@ class _PeerSender:
 class PeerTransport:
     """Non-blocking sends to every peer; ``on_unreachable(peer_id)`` is called from sender
     threads when messages to that peer were dropped. ``set_peers`` follows membership changes:
-    new members get a sender, removed ones lose theirs, a moved one is dialled anew."""
+    new members get a sender, removed ones lose theirs, a moved one is dialled anew; each is
+    dialled at its peer port, as ``dialer`` resolves it."""
 
     def __init__(
         self,
         cluster_id: str,
         peer_addresses: dict[str, str],
         on_unreachable: Callable[[str], None],
+        dialer: PeerDialer,
     ) -> None:
         self._cluster_id = cluster_id
         self._on_unreachable = on_unreachable
+        self._dialer = dialer
         self._senders: dict[str, _PeerSender] = {}
         self._addresses: dict[str, str] = {}
         self._retiring: list[tuple[float, _PeerSender]] = []
         self.set_peers(peer_addresses)
 
-    def set_peers(self, peer_addresses: dict[str, str]) -> None:
-        """Dial exactly ``peer_addresses`` (id -> host:port) from now on. A removed peer's
-        sender lingers ``_RETIRE_AFTER_S``, so the leader's farewell to it still leaves."""
+    def set_peers(self, client_addresses: dict[str, str]) -> None:
+        """Dial exactly the members of ``client_addresses`` (id -> client host:port) from now
+        on, at their peer ports. A removed peer's sender lingers ``_RETIRE_AFTER_S``, so the
+        leader's farewell to it still leaves."""
+        peer_addresses = self._dialer.all_of(client_addresses)
         now = time.monotonic()
         for peer_id in sorted(self._senders):
             address = self._addresses[peer_id]
@@ -168,7 +165,9 @@ class PeerTransport:
                 del self._addresses[peer_id]
         for peer_id, address in sorted(peer_addresses.items()):
             if peer_id not in self._senders:
-                sender = _PeerSender(peer_id, address, self._cluster_id, self._on_unreachable)
+                sender = _PeerSender(
+                    peer_id, address, self._cluster_id, self._on_unreachable, self._dialer
+                )
                 self._senders[peer_id] = sender
                 self._addresses[peer_id] = address
                 sender.start()

@@ -23,6 +23,7 @@ import grpc
 
 from raftlog.node.config import NodeConfig
 from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
+from raftlog.node.peer.dialer import PeerDialer
 from raftlog.node.peer.segment_source import SegmentSource
 from raftlog.node.peer.service import RaftPeerService
 from raftlog.node.peer.transport import PeerTransport
@@ -75,7 +76,7 @@ def _membership_at_start(config: NodeConfig) -> tuple[AddressBook, ConfState]:
 class RaftMember:
     peer_service_name = PEER_SERVICE_NAME
 
-    def __init__(self, config: NodeConfig, store_host: tuple[str, int]) -> None:
+    def __init__(self, config: NodeConfig, store_host: tuple[str, int], dialer: PeerDialer) -> None:
         self._replica: Replica | None = None
         staging_dir = os.path.join(config.store_dir, _STAGING_SUBDIR)
         if resume_interrupted_install(OsFileSystem(), config.store_dir, staging_dir):
@@ -98,7 +99,7 @@ class RaftMember:
             raise
         self._config = config
         self.transport = PeerTransport(
-            config.cluster_id, self.book.peers(), self._report_unreachable
+            config.cluster_id, self.book.peers(), self._report_unreachable, dialer
         )
         self.replica = self._replica = Replica(
             ReplicaSettings(
@@ -112,6 +113,7 @@ class RaftMember:
                 max_inflight_bytes=config.max_inflight_bytes,
                 preferred_leader=config.preferred_leader,
                 staging_dir=staging_dir,
+                dialer=dialer,
             ),
             self.store,
             self.raft_log,
@@ -123,6 +125,8 @@ class RaftMember:
         self._was_member = True
         self._peer_service = RaftPeerService(
             config.cluster_id,
+            config.node_id,
+            self._is_member,
             self.replica.deliver,
             self.replica.report_peer_gone,
             SegmentSource(self.store.commit_log, self.replica.end_of_entry).fetch,
@@ -149,6 +153,10 @@ class RaftMember:
         if self._was_member and not is_member:
             _log.warning("%s was removed from the cluster: it no longer votes; stop it", own_id)
         self._was_member = is_member
+
+    def _is_member(self, node_id: str) -> bool:
+        """Whether ``node_id`` is a current member (any thread: the book is only read)."""
+        return self.book.addresses.get(node_id) is not None
 
     def _report_unreachable(self, peer_id: str) -> None:
         if self._replica is not None:

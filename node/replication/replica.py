@@ -34,9 +34,10 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from raftlog.node.errors import NodeError, NotLeaderError, ShuttingDownError, TransferFailedError
+from raftlog.node.peer.dialer import PeerDialer
 from raftlog.node.replication.cluster_view import build_cluster_view
 from raftlog.node.replication.proposals import Proposal, Proposals
 from raftlog.node.replication.raft_log_storage import RaftLogStorage
@@ -71,6 +72,8 @@ class ReplicaSettings:
     # Where a follower stages the leader's segments during a segment transfer.
     staging_dir: str = ""
     snapshot_transfer_timeout_s: float = 120.0
+    # Reaches a member's peer port (segment transfer); the default: derived ports, no TLS.
+    dialer: PeerDialer = field(default_factory=PeerDialer)
 
 
 class Replica:

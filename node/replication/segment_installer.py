@@ -17,7 +17,7 @@ import zlib
 
 import grpc
 
-from raftlog.node.peer.transport import CHANNEL_OPTIONS
+from raftlog.node.peer.dialer import PeerDialer
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.segment import segment_file_name
 
@@ -27,6 +27,8 @@ class SegmentTransferError(Exception):
 
 
 def fetch_segments(
+    dialer: PeerDialer,
+    leader_id: str,
     leader_address: str,
     request: peer_pb2.FetchSegmentsRequest,
     staging_dir: str,
@@ -34,13 +36,15 @@ def fetch_segments(
     timeout_s: float,
 ) -> int:
     """Copy the snapshot's segments into ``staging_dir``; returns where the copied data ends
-    (SegmentsDone.end_physical_offset)."""
+    (SegmentsDone.end_physical_offset). ``leader_address`` is the leader's client address;
+    ``dialer`` reaches its peer port."""
     shutil.rmtree(staging_dir, ignore_errors=True)
     os.makedirs(staging_dir)
     files: dict[int, int] = {}  # segment start -> file descriptor
     expected: int | None = None
     try:
-        with grpc.insecure_channel(leader_address, options=CHANNEL_OPTIONS) as channel:
+        peer_address = dialer.address_of(leader_id, leader_address)
+        with dialer.channel(leader_id, peer_address) as channel:
             stub = peer_pb2_grpc.RaftPeerStub(channel)  # type: ignore[no-untyped-call]
             for chunk in stub.FetchSegments(request, timeout=timeout_s):
                 if chunk.HasField("done"):

@@ -65,6 +65,8 @@ class SnapshotTransfers:
         started = time.monotonic()
         try:
             end = fetch_segments(
+                settings.dialer,
+                message.source,
                 address,
                 request,
                 settings.staging_dir,

@@ -17,7 +17,7 @@ import grpc
 import pytest
 
 from raftlog.client import Admin, Consumer, Producer
-from raftlog.node.config import NodeConfig
+from raftlog.node.config import NodeConfig, derived_peer_address
 from raftlog.node.masterslave.epochs import FIRST_EPOCH, EpochEntry, EpochHistory
 from raftlog.node.masterslave.group import MasterSlaveMember
 from raftlog.node.process import Node
@@ -261,23 +261,28 @@ def _replicate(address: str, *reports: peer_pb2.SlaveReport) -> grpc.RpcError:
 
 def test_the_ha_stream_refuses_bad_reports(sync_group: Group) -> None:
     master = sync_group.addresses["n1"]
+    # The HA stream is served on the peer port only.
+    assert _replicate(master).code() is grpc.StatusCode.UNIMPLEMENTED
+    master_peer = derived_peer_address(master)
     good = {"cluster_id": "raftlog", "broker_name": "broker-a", "node_id": "x"}
-    wrong_cluster = _replicate(master, peer_pb2.SlaveReport(**{**good, "cluster_id": "other"}))
+    wrong_cluster = _replicate(master_peer, peer_pb2.SlaveReport(**{**good, "cluster_id": "other"}))
     assert wrong_cluster.code() is grpc.StatusCode.INVALID_ARGUMENT
     disordered = [peer_pb2.EpochEntry(epoch=2, start_offset=0), peer_pb2.EpochEntry(epoch=1)]
-    bad_epochs = _replicate(master, peer_pb2.SlaveReport(**good, epochs=disordered))
+    bad_epochs = _replicate(master_peer, peer_pb2.SlaveReport(**good, epochs=disordered))
     assert bad_epochs.code() is grpc.StatusCode.INVALID_ARGUMENT
     # A slave claiming bytes past the master's end is told to drop them, nothing more.
-    stub = peer_pb2_grpc.HaPeerStub(grpc.insecure_channel(master))
+    stub = peer_pb2_grpc.HaPeerStub(grpc.insecure_channel(master_peer))
     stream = stub.Replicate(iter([peer_pb2.SlaveReport(**good, max_offset=1 << 40)]), timeout=5)
     first = next(stream)
     stream.cancel()
     end = sync_group.nodes["n1"].store.commit_log.max_offset
     assert (first.truncate, first.physical_offset, first.data) == (True, end, b"")
-    negative = _replicate(master, peer_pb2.SlaveReport(**good, max_offset=-5))
+    negative = _replicate(master_peer, peer_pb2.SlaveReport(**good, max_offset=-5))
     assert negative.code() is grpc.StatusCode.INVALID_ARGUMENT
     # A slave serves no HA stream: it names its master.
-    slave = _replicate(sync_group.addresses["n2"], peer_pb2.SlaveReport(**good))
+    slave = _replicate(
+        derived_peer_address(sync_group.addresses["n2"]), peer_pb2.SlaveReport(**good)
+    )
     assert slave.code() is grpc.StatusCode.FAILED_PRECONDITION
     assert master in (slave.details() or "")
     # The master still streams to its real slaves: nothing above disturbed it.
