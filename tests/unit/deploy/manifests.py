@@ -9,8 +9,8 @@ kubelet does. ``run_shell`` runs a container's shell script (its start command, 
 hook) on this machine with a stand-in ``raftlog`` on PATH, so a test sees what the script does.
 
 Rules it keeps: only what the manifests use is understood; anything else (a ``secretRef``, a
-``fieldPath`` other than the pod's name, namespace and IP) fails with a message naming it, so a
-manifest change the helpers cannot model is never read as "no value".
+``fieldPath`` other than the pod's name, namespace and, when given, IP) fails with a message
+naming it, so a manifest change the helpers cannot model is never read as "no value".
 """
 
 from __future__ import annotations
@@ -94,19 +94,19 @@ def _expand(text: str, env: Mapping[str, str]) -> str:
 
 
 def pod_environment(
-    manifests: Manifests, container: Object, pod_name: str, pod_ip: str = "10.0.0.1"
+    manifests: Manifests, container: Object, pod_name: str, pod_ip: str | None = None
 ) -> dict[str, str]:
-    """The environment of ``container`` in the pod ``pod_name`` (address ``pod_ip``)."""
+    """The environment of ``container`` in the pod ``pod_name``; ``status.podIP`` is
+    ``pod_ip`` (None: the manifests must not ask for it, as a pod's IP is known only once its
+    container runs)."""
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
         assert set(source) == {"configMapRef"}, f"envFrom {source} is not modelled here"
         config_map = manifests.one("ConfigMap", source["configMapRef"]["name"])
         env.update(config_map["data"])
-    fields = {
-        "metadata.name": pod_name,
-        "metadata.namespace": manifests.namespace,
-        "status.podIP": pod_ip,
-    }
+    fields = {"metadata.name": pod_name, "metadata.namespace": manifests.namespace}
+    if pod_ip is not None:
+        fields["status.podIP"] = pod_ip
     for variable in container.get("env", []):
         if "value" in variable:
             env[variable["name"]] = _expand(variable["value"], env)
