@@ -39,9 +39,11 @@ from raftlog.client.messages import (
 )
 from raftlog.client.producer import Producer
 from raftlog.client.retry import RetryPolicy
+from raftlog.client.tls import ClientTls
 
 __all__ = [
     "Admin",
+    "ClientTls",
     "ClusterStatus",
     "Connection",
     "Consumer",

@@ -42,6 +42,7 @@ from raftlog.client.errors import (
     from_rpc_error,
 )
 from raftlog.client.leader_watch import LeaderReport, LeaderWatch, WatchSettings
+from raftlog.client.tls import ClientTls
 from raftlog.proto import client_pb2_grpc
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -87,8 +88,12 @@ class Connection:
         max_redirects: int = DEFAULT_MAX_REDIRECTS,
         address_map: Mapping[str, str] | None = None,
         watch: WatchSettings | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         self._address_map = dict(address_map or {})
+        # TLS (client/tls.py): None dials plain TCP.
+        self._tls = tls
+        self._credentials = tls.credentials() if tls is not None else None
         self._addresses: list[str] = list(parse_addresses(addresses))
         self._options = [
             ("grpc.max_send_message_length", max_message_bytes),
@@ -150,6 +155,12 @@ class Connection:
                 self._addresses.remove(address)
                 self._addresses.append(address)
 
+    def _dial(self, address: str) -> grpc.Channel:
+        if self._tls is None or self._credentials is None:
+            return grpc.insecure_channel(address, options=self._options)
+        options = [*self._options, *self._tls.channel_options()]
+        return grpc.secure_channel(address, self._credentials, options=options)
+
     def stub(self, service: str, address: str) -> Any:
         """The generated stub of ``service`` ("Producer", "Consumer", "Admin") at ``address``."""
         with self._lock:
@@ -161,7 +172,7 @@ class Connection:
                 channel = self._channels.get(address)
                 if channel is None:
                     dial = self._address_map.get(address, address)
-                    channel = grpc.insecure_channel(dial, options=self._options)
+                    channel = self._dial(dial)
                     self._channels[address] = channel
                 stub = _STUB_CLASSES[service](channel)
                 self._stubs[key] = stub

@@ -194,6 +194,13 @@ class NodeConfig:
     # Members whose peer port is not their client port + PEER_PORT_OFFSET, as
     # "n1=host:port,..." (node id -> peer host:port); None = derive every one.
     peer_addresses: dict[str, str] | None = field(default=None, hash=False)
+    # -- TLS (docs/security.md): the CA, this node's certificate and key (PEM files, reloaded
+    # when they change), all three or none (plain TCP). The peer port then requires a client
+    # certificate naming the peer's node id; the client port does with tls_client_auth_enable.
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_client_auth_enable: bool = False
 
     def __post_init__(self) -> None:
         check_id("node_id", self.node_id)
@@ -307,6 +314,20 @@ class NodeConfig:
             for peer_id, address in self.peer_addresses.items():
                 check_id("peer_addresses", peer_id)
                 parse_address(address, f"peer_addresses[{peer_id}]")
+        self._check_tls()
+
+    def _check_tls(self) -> None:
+        files = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
+        if any(f is not None for f in files) and not all(files):
+            raise ConfigError(
+                "tls_cert_file: TLS needs tls_ca_file, tls_cert_file and tls_key_file together"
+            )
+        if self.tls_client_auth_enable and not self.tls_enabled:
+            raise ConfigError("tls_client_auth_enable: needs TLS (tls_cert_file and the others)")
+
+    @property
+    def tls_enabled(self) -> bool:
+        return self.tls_cert_file is not None
 
     @property
     def peer_listen_address(self) -> str:

@@ -43,6 +43,9 @@ _OPTIONAL_FIELDS = frozenset(
         "join",
         "peer_listen",
         "peer_addresses",
+        "tls_ca_file",
+        "tls_cert_file",
+        "tls_key_file",
     }
 )
 

@@ -31,6 +31,7 @@ from raftlog.node.metrics import NodeMetrics
 from raftlog.node.peer.dialer import PeerDialer
 from raftlog.node.replication.member import RaftMember
 from raftlog.node.replication.replica import Replica
+from raftlog.node.security.tls import node_tls
 from raftlog.node.server import NodeServer
 from raftlog.node.services.limits import DEFAULT_PULL_MESSAGES, ServiceLimits
 
@@ -73,7 +74,8 @@ class Node:
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
         store_host = _store_host(config.advertise_address or config.listen_address)
-        dialer = PeerDialer(config.peer_addresses)
+        tls = node_tls(config)
+        dialer = PeerDialer(config.peer_addresses, tls.peer_channel_credentials if tls else None)
         self.member: RaftMember | MasterSlaveMember = (
             MasterSlaveMember(config, store_host, dialer)
             if config.replication == "master-slave"
@@ -98,6 +100,7 @@ class Node:
                 limits,
                 self.member.membership if isinstance(self.member, RaftMember) else None,
                 self.metrics,
+                tls,
             )
         except BaseException:
             if self.metrics is not None:

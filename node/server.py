@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection
 
 from raftlog.node.membership import Membership
 from raftlog.node.metrics import NodeMetrics
+from raftlog.node.security.tls import NodeTls
 from raftlog.node.services.client_api import ClientServices, add_client_services
 from raftlog.node.services.health import NodeHealth
 from raftlog.node.services.limits import ServiceLimits
@@ -61,6 +62,7 @@ class NodeServer:
         limits: ServiceLimits,
         membership: Membership | None = None,
         metrics: NodeMetrics | None = None,
+        tls: NodeTls | None = None,
     ) -> None:
         interceptors = (*((metrics.rpc,) if metrics is not None else ()), RequestGuard())
         self._server = grpc.server(
@@ -88,8 +90,12 @@ class NodeServer:
         reflection.enable_server_reflection(
             (*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
-        self.port = _bind(self._server, listen_address)
-        self.peer_port = _bind(self._peer_server, peer_listen_address)
+        self.port = _bind(
+            self._server, listen_address, tls.client_port_credentials() if tls else None
+        )
+        self.peer_port = _bind(
+            self._peer_server, peer_listen_address, tls.peer_port_credentials() if tls else None
+        )
 
     def _set_health(self, status: int) -> None:
         for name in ("", *self._service_names):
@@ -108,8 +114,11 @@ class NodeServer:
         client_stopped.wait()
 
 
-def _bind(server: grpc.Server, address: str) -> int:
-    port = int(server.add_insecure_port(address))
+def _bind(server: grpc.Server, address: str, credentials: grpc.ServerCredentials | None) -> int:
+    if credentials is None:
+        port = int(server.add_insecure_port(address))
+    else:
+        port = int(server.add_secure_port(address, credentials))
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     return port

@@ -28,7 +28,9 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from raftlog.client.tls import ClientTls
 from raftlog.testing.cluster_state import CLUSTER_FILE, LocalNode, read_state, write_state
+from raftlog.testing.dev_ca import init_ca, issue
 from raftlog.testing.group_roles import master_slave_settings
 from raftlog.testing.local_controllers import LocalController, LocalControllers
 from raftlog.testing.node_probes import (
@@ -47,6 +49,9 @@ DEFAULT_BASE_PORT = 7701
 # With a fixed base port, a node's peer port is its client port plus this: the ports a node
 # derives when told none (node/config.py), so `cluster up` and hand-started nodes agree.
 PEER_PORT_OFFSET = 1000
+# The client certificate a TLS cluster issues for its own tools and tests.
+CLIENT_NAME = "admin"
+_CLIENT_TLS_FILES = ("ca.pem", f"{CLIENT_NAME}.pem", f"{CLIENT_NAME}.key")
 _POLL_INTERVAL_S = 0.1
 
 
@@ -83,6 +88,9 @@ class LocalCluster:
     cluster.json. ``controller_overrides`` (node id ->
     ``--controller-addresses`` value) does the same for the controller members' addresses.
     ``metrics`` gives every node a Prometheus endpoint on a free port (``metrics_url``).
+    ``tls`` makes a development CA in ``<base_dir>/tls`` (testing/dev_ca.py), a certificate
+    per node and one for the client "admin" (``client_tls``), and starts the nodes with TLS on
+    both ports and client certificates required on the client port too.
     """
 
     def __init__(
@@ -98,6 +106,7 @@ class LocalCluster:
         extra_args: Sequence[str] = (),
         peer_overrides: Mapping[str, Mapping[str, str]] | None = None,
         metrics: bool = False,
+        tls: bool = False,
     ) -> None:
         if node_count < 1:
             raise ValueError(f"node_count is {node_count}; it must be at least 1")
@@ -130,8 +139,45 @@ class LocalCluster:
         self.metrics_ports: dict[str, int] = (
             {node_id: free_port() for node_id in self.nodes} if metrics else {}
         )
+        self.tls = tls
+        if tls:
+            self._issue_certificates()
         # Processes this object spawned (reaped on stop); a loaded cluster has none.
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    @property
+    def tls_dir(self) -> str:
+        return os.path.join(self.base_dir, "tls")
+
+    def _issue_certificates(self) -> None:
+        init_ca(self.tls_dir)
+        for node_id in self.nodes:
+            issue(self.tls_dir, node_id)
+        issue(self.tls_dir, CLIENT_NAME)
+
+    @property
+    def client_tls(self) -> ClientTls | None:
+        """How a client dials this cluster: None without TLS."""
+        if not self.tls:
+            return None
+        return ClientTls(*(os.path.join(self.tls_dir, f) for f in _CLIENT_TLS_FILES))
+
+    def _tls_args(self, node_id: str) -> list[str]:
+        if not self.tls:
+            return []
+        files = [
+            os.path.join(self.tls_dir, f) for f in ("ca.pem", f"{node_id}.pem", f"{node_id}.key")
+        ]
+        return [
+            "--tls-ca-file",
+            files[0],
+            "--tls-cert-file",
+            files[1],
+            "--tls-key-file",
+            files[2],
+            "--tls-client-auth-enable",
+            "true",
+        ]
 
     # -- state file ------------------------------------------------------------------------
 
@@ -167,6 +213,7 @@ class LocalCluster:
             "master_role": self.master_role,
             "extra_args": list(self.extra_args),
             "metrics_ports": self.metrics_ports,
+            "tls": self.tls,
             "controllers": [c.to_json() for c in self.controllers.members]
             if self.controllers is not None
             else None,
@@ -200,6 +247,7 @@ class LocalCluster:
                 f"{base_dir}/{CLUSTER_FILE} is unreadable or malformed: {error}"
             ) from None
         cluster.nodes = {node.node_id: node for node in nodes}
+        cluster.tls = bool(settings.get("tls", False))
         cluster.adopt_running()
         cluster.metrics_ports = {
             str(node_id): int(port) for node_id, port in settings.get("metrics_ports", {}).items()
@@ -230,6 +278,7 @@ class LocalCluster:
             self.durability,
             *self._mode_args(node_id),
             *self._metrics_args(node_id),
+            *self._tls_args(node_id),
             *self.extra_args,
         ]
 
@@ -402,14 +451,14 @@ class LocalCluster:
 
     def health(self, node_id: str, timeout_s: float = 1.0) -> str:
         """The node's gRPC health status name ("SERVING", ...) or "UNREACHABLE"."""
-        return health(self.nodes[node_id].address, timeout_s)
+        return health(self.nodes[node_id].address, timeout_s, self.client_tls)
 
     def leader_address(
         self, timeout_s: float = 1.0, node_ids: Sequence[str] | None = None
     ) -> str | None:
         """The leader's address as the first answering node reports it, or None."""
         wanted = node_ids if node_ids is not None else list(self.nodes)
-        return leader_address([self.nodes[n].address for n in wanted], timeout_s)
+        return leader_address([self.nodes[n].address for n in wanted], timeout_s, self.client_tls)
 
     def _signal(self, node: LocalNode, signum: int) -> bool:
         if not self._ours(node):

@@ -15,7 +15,9 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from raftlog.client.admin import Admin
+from raftlog.client.connection import Connection
 from raftlog.client.errors import RaftlogError
+from raftlog.client.tls import ClientTls
 
 HOST = "127.0.0.1"
 
@@ -52,11 +54,15 @@ def alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def health(address: str, timeout_s: float = 1.0) -> str:
+def health(address: str, timeout_s: float = 1.0, tls: ClientTls | None = None) -> str:
     """The gRPC health status name at ``address`` ("SERVING", "NOT_SERVING", ...) or
     "UNREACHABLE"."""
     try:
-        with grpc.insecure_channel(address) as channel:
+        with (
+            grpc.secure_channel(address, tls.credentials(), options=tls.channel_options())
+            if tls is not None
+            else grpc.insecure_channel(address)
+        ) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             response = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout_s)
     except grpc.RpcError:
@@ -64,11 +70,16 @@ def health(address: str, timeout_s: float = 1.0) -> str:
     return str(health_pb2.HealthCheckResponse.ServingStatus.Name(response.status))
 
 
-def leader_address(addresses: Sequence[str], timeout_s: float = 1.0) -> str | None:
+def leader_address(
+    addresses: Sequence[str], timeout_s: float = 1.0, tls: ClientTls | None = None
+) -> str | None:
     """The leader's address as the first answering node reports it, or None."""
     for address in addresses:
         try:
-            with Admin([address], timeout_s=timeout_s) as admin:
+            with (
+                Connection([address], tls=tls) as connection,
+                Admin(connection, timeout_s=timeout_s) as admin,
+            ):
                 status = admin.cluster_status(address=address)
         except RaftlogError:
             continue

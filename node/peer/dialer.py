@@ -47,6 +47,11 @@ class PeerDialer:
         self._overrides = dict(overrides or {})
         self._credentials = credentials
 
+    @property
+    def tls(self) -> bool:
+        """Whether peers are dialled (and so must be served) over mutual TLS."""
+        return self._credentials is not None
+
     def address_of(self, node_id: str, client_address: str) -> str:
         """Member ``node_id``'s peer address, given the client address it is known by."""
         return self._overrides.get(node_id) or derived_peer_address(client_address)

@@ -11,7 +11,9 @@ Rules this module keeps: a stream from another cluster, or with a malformed mess
 with INVALID_ARGUMENT, and one from a node that is not a current member (or that names
 another sender than the stream's first message, or another target than this node) with
 PERMISSION_DENIED; nothing of a refused item reaches the core, so a stranger cannot move the
-term. A handler never blocks on the Raft loop (the inbox is unbounded and cheap to fill).
+term. Over mutual TLS the sender must also be a name of the caller's certificate
+(node/security/tls.py), so a member cannot speak for another. A handler never blocks on the
+Raft loop (the inbox is unbounded and cheap to fill).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 import grpc
 
 from raftlog.node.peer.codec import decode_message
+from raftlog.node.security.tls import certificate_names
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.raft.types import Message
 
@@ -34,6 +37,7 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
         cluster_id: str,
         node_id: str,
         is_member: Callable[[str], bool],
+        check_certificates: bool,
         deliver: Callable[[Sequence[Message]], None],
         peer_gone: Callable[[str], None],
         fetch_segments: Callable[
@@ -43,6 +47,7 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
         self._cluster_id = cluster_id
         self._node_id = node_id
         self._is_member = is_member
+        self._check_certificates = check_certificates
         self._deliver = deliver
         self._peer_gone = peer_gone
         self._fetch_segments = fetch_segments
@@ -68,6 +73,14 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
         if not self._is_member(sender):
             context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, f"{sender!r} is not a member of this cluster"
+            )
+        self._check_certificate(sender, context)
+
+    def _check_certificate(self, node_id: str, context: grpc.ServicerContext) -> None:
+        if self._check_certificates and node_id not in certificate_names(context):
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"the caller's certificate does not name {node_id!r}",
             )
 
     def Messages(
@@ -106,6 +119,7 @@ class RaftPeerService(peer_pb2_grpc.RaftPeerServicer):
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"{request.node_id!r} is not a member of this cluster",
             )
+        self._check_certificate(request.node_id, context)
         if request.from_physical_offset < 0:
             context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,

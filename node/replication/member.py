@@ -127,6 +127,7 @@ class RaftMember:
             config.cluster_id,
             config.node_id,
             self._is_member,
+            dialer.tls,
             self.replica.deliver,
             self.replica.report_peer_gone,
             SegmentSource(self.store.commit_log, self.replica.end_of_entry).fetch,
