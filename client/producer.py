@@ -155,6 +155,32 @@ def _message_proto(
     return proto
 
 
+def _one(
+    topic: str,
+    body: bytes,
+    key: str | None,
+    keys: Sequence[str],
+    tags: str,
+    queue_id: int | None,
+    sharding_key: str | None,
+    properties: Mapping[str, str] | Sequence[tuple[str, str]],
+    uniq_key: str,
+    *,
+    single: bool = False,
+) -> _Batch:
+    """The batch of ``send``/``send_async``'s one message (their keyword arguments)."""
+    message = _message_proto(
+        body,
+        keys=([key] if key else []) + list(keys) if key or keys else (),
+        tags=tags,
+        queue_id=queue_id,
+        sharding_key=sharding_key,
+        properties=properties,
+        uniq_key=uniq_key,
+    )
+    return _Batch.of(topic, [message], single=single)
+
+
 def _to_proto(message: OutgoingMessage | bytes) -> Any:
     if not isinstance(message, OutgoingMessage):
         return _message_proto(message)
@@ -253,16 +279,8 @@ class Producer:
     ) -> SendResult:
         """Send one message and wait for it to be stored. Raises a RaftlogError subclass;
         UnknownOutcomeError means it may or may not be stored (never "failed")."""
-        message = _message_proto(
-            body,
-            keys=([key] if key else []) + list(keys) if key or keys else (),
-            tags=tags,
-            queue_id=queue_id,
-            sharding_key=sharding_key,
-            properties=properties,
-            uniq_key=uniq_key,
-        )
-        results: list[SendResult] = self._send_batch_now(_Batch.of(topic, [message]))
+        fields = (key, keys, tags, queue_id, sharding_key, properties, uniq_key)
+        results: list[SendResult] = self._send_batch_now(_one(topic, body, *fields))
         return results[0]
 
     def send_batch(
@@ -304,16 +322,8 @@ class Producer:
     ) -> Future[SendResult]:
         """Queue one message; the future holds its SendResult or RaftlogError. Messages of
         one producer are stored in the order they were queued."""
-        message = _message_proto(
-            body,
-            keys=([key] if key else []) + list(keys) if key or keys else (),
-            tags=tags,
-            queue_id=queue_id,
-            sharding_key=sharding_key,
-            properties=properties,
-            uniq_key=uniq_key,
-        )
-        batch = _Batch.of(topic, [message], single=True)
+        fields = (key, keys, tags, queue_id, sharding_key, properties, uniq_key)
+        batch = _one(topic, body, *fields, single=True)
         with self._submit_lock:
             if self._closed:
                 raise RaftlogError("the producer is closed")
