@@ -485,7 +485,12 @@ BAD_INPUTS: list[tuple[str, Case, grpc.StatusCode, tuple[str, ...]]] = [
     # Topics.
     ("create-topic-zero-queues", _create_topic("zero", 0), INVALID, ("queue_count", "0")),
     ("create-topic-negative-queues", _create_topic("neg", -1), INVALID, ("queue_count",)),
-    ("create-topic-too-many-queues", _create_topic("huge", 65537), INVALID, ("65536",)),
+    (
+        "create-topic-too-many-queues",
+        _create_topic("huge", 1025),
+        INVALID,
+        ("1024", "max_topic_queue_count"),
+    ),
     ("create-topic-shrink", _create_topic(GROW_TOPIC, 2), INVALID, (GROW_TOPIC, "4")),
     ("create-topic-chars", _create_topic("bad.name", 1), INVALID, ("bad.name",)),
     ("create-topic-too-long", _create_topic(LONG_TOPIC, 1), INVALID, ("127",)),
