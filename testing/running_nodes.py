@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 
-from raftlog.store.store_lock import LOCK_FILE_NAME
 from raftlog.testing.node_probes import cmdline
 
 _PROC_LOCKS = "/proc/locks"
-# The node's store, under its data directory (node/config.py STORE_SUBDIR).
+# The node's store lock under its data directory: node/config.py STORE_SUBDIR and
+# store/store_lock.py LOCK_FILE_NAME, spelt out because chaos (which imports this harness)
+# may not import the store (an import contract).
 _STORE_SUBDIR = "store"
+LOCK_FILE_NAME = "lock"
 
 
 def lock_holders(path: str) -> set[int]:
