@@ -7,13 +7,18 @@ certificate. A node's certificate names its node id as common name and DNS alter
 under (default: localhost and 127.0.0.1); a client's names the client.
 
 Rules this module keeps: keys are EC P-256 and written 0600; the CA signs only; certificates
-are valid from an hour ago (clock skew) for ``valid_days``; for development and tests --
+are valid from an hour ago (clock skew) for ``valid_days``; with ``overwrite=False`` nothing is
+written when either file of the pair exists (FileExistsError); for development and tests --
 production certificates come from the operator's own CA (docs/security.md).
+
+It lives in raftlog.testing, not in a package of its own: the CLI (the top layer) may import
+it, and its users are `raftlog certs`, LocalCluster and tests.
 """
 
 from __future__ import annotations
 
 import datetime
+import errno
 import ipaddress
 import os
 from collections.abc import Sequence
@@ -37,11 +42,23 @@ def _write(path: str, data: bytes, private: bool) -> None:
     os.replace(path + ".tmp", path)
 
 
+def paths(directory: str, name: str) -> tuple[str, str]:
+    """(certificate path, key path) of ``name`` in ``directory``."""
+    return os.path.join(directory, f"{name}.pem"), os.path.join(directory, f"{name}.key")
+
+
+def _refuse_existing(directory: str, name: str) -> None:
+    for path in paths(directory, name):
+        if os.path.exists(path):
+            raise FileExistsError(errno.EEXIST, "exists (not replaced)", path)
+
+
 def _save(
     directory: str, name: str, key: ec.EllipticCurvePrivateKey, cert: x509.Certificate
 ) -> None:
+    cert_path, key_path = paths(directory, name)
     _write(
-        os.path.join(directory, f"{name}.key"),
+        key_path,
         key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
@@ -49,9 +66,7 @@ def _save(
         ),
         private=True,
     )
-    _write(
-        os.path.join(directory, f"{name}.pem"), cert.public_bytes(serialization.Encoding.PEM), False
-    )
+    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), False)
 
 
 def _builder(subject: str, issuer: x509.Name, valid_days: int) -> x509.CertificateBuilder:
@@ -66,9 +81,17 @@ def _builder(subject: str, issuer: x509.Name, valid_days: int) -> x509.Certifica
     )
 
 
-def init_ca(directory: str, name: str = "raftlog development CA", valid_days: int = 3650) -> str:
+def init_ca(
+    directory: str,
+    name: str = "raftlog development CA",
+    valid_days: int = 3650,
+    *,
+    overwrite: bool = True,
+) -> str:
     """Make ``ca.pem``/``ca.key`` in ``directory``; returns the CA certificate's path."""
     os.makedirs(directory, exist_ok=True)
+    if not overwrite:
+        _refuse_existing(directory, CA_NAME)
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     cert = (
@@ -78,13 +101,14 @@ def init_ca(directory: str, name: str = "raftlog development CA", valid_days: in
         .sign(key, hashes.SHA256())
     )
     _save(directory, CA_NAME, key, cert)
-    return os.path.join(directory, f"{CA_NAME}.pem")
+    return paths(directory, CA_NAME)[0]
 
 
 def _load_ca(directory: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    with open(os.path.join(directory, f"{CA_NAME}.key"), "rb") as handle:
+    cert_path, key_path = paths(directory, CA_NAME)
+    with open(key_path, "rb") as handle:
         key = serialization.load_pem_private_key(handle.read(), None)
-    with open(os.path.join(directory, f"{CA_NAME}.pem"), "rb") as handle:
+    with open(cert_path, "rb") as handle:
         cert = x509.load_pem_x509_certificate(handle.read())
     assert isinstance(key, ec.EllipticCurvePrivateKey)
     return key, cert
@@ -107,9 +131,13 @@ def issue(
     *,
     file_name: str | None = None,
     valid_days: int = 365,
+    overwrite: bool = True,
 ) -> tuple[str, str]:
     """Issue a certificate for node id or client ``name`` (also usable as a TLS server on
     ``hosts``), signed by the CA in ``directory``; returns (certificate path, key path)."""
+    stem = file_name or name
+    if not overwrite:
+        _refuse_existing(directory, stem)
     ca_key, ca_cert = _load_ca(directory)
     key = ec.generate_private_key(ec.SECP256R1())
     usages = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
@@ -121,6 +149,5 @@ def issue(
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    stem = file_name or name
     _save(directory, stem, key, cert)
-    return os.path.join(directory, f"{stem}.pem"), os.path.join(directory, f"{stem}.key")
+    return paths(directory, stem)
