@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_request:
         # argparse already printed the usage error (status 2) or the help (status 0).
         return exit_request.code if isinstance(exit_request.code, int) else 2
-    from raftlog.cli.common import EXIT_INTERRUPTED, classify
+    from raftlog.cli.common import EXIT_INTERRUPTED, classify, unreachable_hint
 
     try:
         return _dispatch(args)
@@ -125,5 +125,5 @@ def main(argv: list[str] | None = None) -> int:
         if verdict is None:
             raise
         code, message = verdict
-        print(f"raftlog: {message}", file=sys.stderr)
+        print(f"raftlog: {message}{unreachable_hint(args, error)}", file=sys.stderr)
         return code

@@ -1,9 +1,9 @@
 """`raftlog topic|produce|consume|query|leader`: the client commands.
 
 Rules this module keeps: every command takes ``--servers host:port,...`` (default: the local
-cluster in ./data/cluster.json, else 127.0.0.1:7701..7703); output is one line per item on
-stdout; errors are raised (cli.py prints them as one line and picks the exit status: 1 failed,
-3 unknown outcome).
+cluster in ./data/cluster.json, else 127.0.0.1:7701..7703) and the TLS flags, and dials through
+common.connect(); output is one line per item on stdout; errors are raised (cli.py prints them
+as one line and picks the exit status: 1 failed, 3 unknown outcome).
 """
 
 from __future__ import annotations
@@ -19,18 +19,9 @@ from raftlog.cli.common import (
     EXIT_OK,
     EXIT_UNKNOWN_OUTCOME,
     UsageError,
-    default_servers,
+    add_connection_flags,
+    connect,
 )
-
-
-def _servers_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--servers",
-        help="host:port,... (default: ./data/cluster.json, else 127.0.0.1:7701,7702,7703)",
-    )
-    parser.add_argument(
-        "--timeout-s", type=float, default=15.0, help="seconds an operation may take"
-    )
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,11 +31,11 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     create = topics.add_parser("create", help="create a topic (or grow its queue count)")
     create.add_argument("name")
     create.add_argument("--queues", type=int, default=4, help="queue count (default 4)")
-    _servers_flag(create)
-    _servers_flag(topics.add_parser("list", help="list topics"))
+    add_connection_flags(create)
+    add_connection_flags(topics.add_parser("list", help="list topics"))
     describe = topics.add_parser("describe", help="a topic's queues and offsets")
     describe.add_argument("name")
-    _servers_flag(describe)
+    add_connection_flags(describe)
 
     produce = commands.add_parser("produce", help="send messages (BODY, or stdin lines)")
     produce.add_argument("topic")
@@ -53,7 +44,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     produce.add_argument("--tag", default="", help="the message tag")
     produce.add_argument("--count", type=int, default=1, help="send BODY this many times")
     produce.add_argument("--queue", type=int, help="an explicit queue id")
-    _servers_flag(produce)
+    add_connection_flags(produce)
 
     consume = commands.add_parser("consume", help="print a topic's messages")
     consume.add_argument("topic")
@@ -64,7 +55,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--timeout", type=float, default=5.0, help="stop after this many idle seconds"
     )
     consume.add_argument("--no-commit", action="store_true", help="do not commit offsets")
-    _servers_flag(consume)
+    add_connection_flags(consume)
 
     query = commands.add_parser("query", help="find messages by key, time or id")
     queries = query.add_subparsers(dest="query_command", required=True)
@@ -74,30 +65,21 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     by_key.add_argument("--begin-ms", type=int, default=0)
     by_key.add_argument("--end-ms", type=int, default=0)
     by_key.add_argument("--max", type=int, default=0)
-    _servers_flag(by_key)
+    add_connection_flags(by_key)
     by_time = queries.add_parser("time", help="the first offset stored at or after a time")
     by_time.add_argument("topic")
     by_time.add_argument("queue_id", type=int)
     by_time.add_argument("timestamp_ms", type=int)
-    _servers_flag(by_time)
+    add_connection_flags(by_time)
     by_id = queries.add_parser("id", help="the message an offset message id names")
     by_id.add_argument("msg_id")
-    _servers_flag(by_id)
+    add_connection_flags(by_id)
 
     leader = commands.add_parser("leader", help="leadership")
     leaders = leader.add_subparsers(dest="leader_command", required=True)
     transfer = leaders.add_parser("transfer", help="hand leadership to another voter")
     transfer.add_argument("--to", default="", help="target node id (default: most up to date)")
-    _servers_flag(transfer)
-
-
-def _servers(args: argparse.Namespace) -> tuple[str, ...]:
-    from raftlog.client import parse_addresses
-
-    try:
-        return parse_addresses(args.servers or default_servers())
-    except ValueError as error:
-        raise UsageError(f"--servers: {error}") from None
+    add_connection_flags(transfer)
 
 
 def _print_message(message: Any) -> None:
@@ -111,8 +93,6 @@ def _print_message(message: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch one client command."""
-    if args.timeout_s <= 0:
-        raise UsageError("--timeout-s must be positive")
     handler = {
         "topic": _topic,
         "produce": _produce,
@@ -126,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 def _topic(args: argparse.Namespace) -> int:
     from raftlog.client import Admin
 
-    with Admin(_servers(args), timeout_s=args.timeout_s) as admin:
+    with connect(args) as connection, Admin(connection, timeout_s=args.timeout_s) as admin:
         if args.topic_command == "create":
             if args.queues < 1:
                 raise UsageError("--queues must be at least 1")
@@ -165,7 +145,7 @@ def _produce(args: argparse.Namespace) -> int:
     if any(not k or " " in k for k in args.key):
         raise UsageError("--key must be non-empty and hold no space")
     failures = unknown = 0
-    with Producer(_servers(args), timeout_s=args.timeout_s) as producer:
+    with connect(args) as connection, Producer(connection, timeout_s=args.timeout_s) as producer:
         futures = [
             producer.send_async(args.topic, body, keys=args.key, tags=args.tag, queue_id=args.queue)
             for body in _bodies(args)
@@ -200,14 +180,15 @@ def _consume(args: argparse.Namespace) -> int:
     if args.timeout < 0:
         raise UsageError("--timeout must be >= 0")
     count = 0
+    connection = connect(args)
     consumer = Consumer(
-        _servers(args),
+        connection,
         args.group,
         args.topic,
         from_beginning=args.from_beginning,
         timeout_s=args.timeout_s,
     )
-    with consumer:
+    with connection, consumer:
         deadline_idle_s = args.timeout
         idle_since = time.monotonic()
         # Bounded by --max and by --timeout idle seconds.
@@ -234,7 +215,7 @@ def _consume(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     from raftlog.client import Admin
 
-    with Admin(_servers(args), timeout_s=args.timeout_s) as admin:
+    with connect(args) as connection, Admin(connection, timeout_s=args.timeout_s) as admin:
         if args.query_command == "key":
             messages = admin.query_by_key(
                 args.topic,
@@ -256,7 +237,7 @@ def _query(args: argparse.Namespace) -> int:
 def _leader(args: argparse.Namespace) -> int:
     from raftlog.client import Admin
 
-    with Admin(_servers(args), timeout_s=args.timeout_s) as admin:
+    with connect(args) as connection, Admin(connection, timeout_s=args.timeout_s) as admin:
         leader = admin.transfer_leadership(args.to, timeout_s=args.timeout_s)
     print(f"leader is {leader.leader_id} at {leader.leader_address} (term {leader.term})")
     return EXIT_OK if leader.leader_id else EXIT_FAILED

@@ -11,6 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the client is imported lazily: `raftlog --help` stays fast
+    from raftlog.client import ClientTls, Connection
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -33,6 +37,72 @@ def default_servers(data_dir: str = DEFAULT_DATA_DIR) -> str:
         return ",".join(f"127.0.0.1:{int(node['port'])}" for node in nodes) or DEFAULT_SERVERS
     except (OSError, ValueError, KeyError, TypeError):
         return DEFAULT_SERVERS
+
+
+def add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    """``--servers``, ``--timeout-s`` and the TLS flags: how a client command reaches the
+    cluster (connect() reads them)."""
+    parser.add_argument(
+        "--servers",
+        help="host:port,... (default: ./data/cluster.json, else 127.0.0.1:7701,7702,7703)",
+    )
+    parser.add_argument(
+        "--timeout-s", type=float, default=15.0, help="seconds an operation may take"
+    )
+    tls = parser.add_argument_group(
+        "TLS", "all three unset: RAFTLOG_TLS_CA, RAFTLOG_TLS_CERT, RAFTLOG_TLS_KEY; none: plain"
+    )
+    tls.add_argument("--tls-ca", metavar="PEM", help="the CA that signed the nodes' certificates")
+    tls.add_argument("--tls-cert", metavar="PEM", help="this client's certificate (mTLS)")
+    tls.add_argument("--tls-key", metavar="PEM", help="this client's private key (mTLS)")
+
+
+def client_tls(args: argparse.Namespace) -> ClientTls | None:
+    """The TLS settings of ``--tls-*``; when none is given, of the RAFTLOG_TLS_* environment
+    (the two are not mixed: a half from each would be hard to see); None for plain TCP."""
+    from raftlog.client import ClientTls
+
+    ca, cert, key = args.tls_ca, args.tls_cert, args.tls_key
+    try:
+        if ca is None and cert is None and key is None:
+            return ClientTls.from_env()
+        if ca is None:
+            raise UsageError("--tls-cert and --tls-key need --tls-ca (the nodes' CA)")
+        return ClientTls(ca, cert, key)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def connect(args: argparse.Namespace) -> Connection:
+    """A Connection to ``--servers`` with the TLS settings of client_tls(); the caller closes
+    it (the Admin, Producer or Consumer made on it does not)."""
+    from raftlog.client import Connection, parse_addresses
+
+    if args.timeout_s <= 0:
+        raise UsageError("--timeout-s must be positive")
+    try:
+        servers = parse_addresses(args.servers or default_servers())
+    except ValueError as error:
+        raise UsageError(f"--servers: {error}") from None
+    return Connection(servers, tls=client_tls(args))
+
+
+def unreachable_hint(args: argparse.Namespace, error: BaseException) -> str:
+    """What to check when a client command reached no member: its TLS settings, when it has
+    them. A TLS mismatch shows only as "Socket closed", which names no cause."""
+    from raftlog.client.errors import UnavailableError
+
+    if not isinstance(error, UnavailableError) or not hasattr(args, "tls_ca"):
+        return ""
+    tls = client_tls(args)
+    if tls is None:
+        return (
+            " (a cluster serving TLS needs --tls-ca, and --tls-cert/--tls-key when it asks "
+            "for client certificates; or RAFTLOG_TLS_CA/CERT/KEY)"
+        )
+    if tls.cert_file is None:
+        return " (a cluster asking for client certificates needs --tls-cert and --tls-key)"
+    return " (check that --tls-ca signed the nodes' certificates and the node trusts the client's)"
 
 
 def classify(error: BaseException) -> tuple[int, str] | None:

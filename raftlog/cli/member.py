@@ -2,11 +2,11 @@
 "Membership changes").
 
 Rules this module keeps: like the client commands, every command takes ``--servers
-host:port,...`` (default: ./data/cluster.json, else 127.0.0.1:7701..7703) and ``--timeout-s``;
-a malformed argument is a usage error (exit 2) found before anything is sent; a refused change
-(unknown member, not caught up, quorum, one change at a time) exits 1 with the node's message
-(cli/common.py); an unknown outcome exits 3. Output is one line per member, or one line saying
-what changed.
+host:port,...`` (default: ./data/cluster.json, else 127.0.0.1:7701..7703), ``--timeout-s`` and
+the TLS flags (common.connect); a malformed argument is a usage error (exit 2) found before
+anything is sent; a refused change (unknown member, not caught up, quorum, one change at a
+time) exits 1 with the node's message (cli/common.py); an unknown outcome exits 3. Output is
+one line per member, or one line saying what changed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from raftlog.cli.common import EXIT_OK, UsageError, default_servers
+from raftlog.cli.common import EXIT_OK, UsageError, add_connection_flags, connect
 
 if TYPE_CHECKING:  # the client is imported lazily: `raftlog --help` stays fast
     from raftlog.client import Member
@@ -24,26 +24,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Register `member list|add|remove|promote`."""
     member = commands.add_parser("member", help="list or change the cluster's members")
     actions = member.add_subparsers(dest="member_command", required=True)
-    _flags(actions.add_parser("list", help="each member's id, address and role"))
+    add_connection_flags(actions.add_parser("list", help="each member's id, address and role"))
     add = actions.add_parser("add", help="add a node as a learner (it catches up, not voting)")
     add.add_argument("node", metavar="NODE=HOST:PORT", help="the new member's id and address")
-    _flags(add)
+    add_connection_flags(add)
     remove = actions.add_parser("remove", help="remove a member (a leader hands over first)")
     remove.add_argument("node", metavar="NODE")
-    _flags(remove)
+    add_connection_flags(remove)
     promote = actions.add_parser("promote", help="make a caught-up learner a voter")
     promote.add_argument("node", metavar="NODE")
-    _flags(promote)
-
-
-def _flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--servers",
-        help="host:port,... (default: ./data/cluster.json, else 127.0.0.1:7701,7702,7703)",
-    )
-    parser.add_argument(
-        "--timeout-s", type=float, default=15.0, help="seconds an operation may take"
-    )
+    add_connection_flags(promote)
 
 
 def parse_node_address(text: str) -> tuple[str, str]:
@@ -57,17 +47,11 @@ def parse_node_address(text: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch one member command."""
-    from raftlog.client import Admin, parse_addresses
+    from raftlog.client import Admin
 
-    if args.timeout_s <= 0:
-        raise UsageError("--timeout-s must be positive")
     if args.member_command == "add":
         node_id, address = parse_node_address(args.node)
-    try:
-        servers = parse_addresses(args.servers or default_servers())
-    except ValueError as error:
-        raise UsageError(f"--servers: {error}") from None
-    with Admin(servers, timeout_s=args.timeout_s) as admin:
+    with connect(args) as connection, Admin(connection, timeout_s=args.timeout_s) as admin:
         if args.member_command == "list":
             _print_members(admin.list_members())
         elif args.member_command == "add":
