@@ -143,7 +143,7 @@ class NodeConfig:
     max_topic_count: int = 8192
     max_produce_request_bytes: int = 16 * MIB
     max_produce_message_count: int = 4096
-    max_inflight_produce_count: int = 32
+    max_inflight_produce_count: int = 128
     max_pull_message_count: int = 1024
     preferred_leader: str | None = None
     file_reserved_hours: int = 72

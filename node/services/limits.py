@@ -81,9 +81,10 @@ class ServiceLimits:
     max_produce_request_bytes: int = 16 * MIB
     # RocketMQ caps a batch by size only; a count bound keeps per-message work per call bounded.
     max_produce_message_count: int = 4096
-    # Produce calls one connection (gRPC's peer address) may have in flight: half the node's
-    # 64 handler threads, so one client cannot take every thread.
-    max_inflight_produce_count: int = 32
+    # Produce calls one connection (gRPC's peer address) may have in flight. Pipelining
+    # clients keep up to 64 (the benches do); past that, calls only queue behind the 64
+    # handler threads, so this bounds what one connection can pile up on the node.
+    max_inflight_produce_count: int = 128
 
     def __post_init__(self) -> None:
         for limit in fields(self):
