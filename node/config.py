@@ -16,6 +16,7 @@ Rules this module keeps:
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
@@ -328,6 +329,25 @@ class NodeConfig:
     @property
     def tls_enabled(self) -> bool:
         return self.tls_cert_file is not None
+
+    def exposure_warning(self) -> str | None:
+        """The one line a node prints at start when its client port listens beyond this host
+        without TLS (issue 16: anyone on the network could then read and write); None on a
+        loopback address or with TLS."""
+        if self.tls_enabled:
+            return None
+        host, _ = parse_address(self.listen_address, "listen_address")
+        if host == "localhost":
+            return None
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                return None
+        except ValueError:
+            pass  # a host name other than localhost: reachable from elsewhere
+        return (
+            f"warning: the client port {self.listen_address} is reachable beyond this host "
+            "without TLS; anyone who can reach it can read and write (docs/security.md)"
+        )
 
     @property
     def peer_listen_address(self) -> str:

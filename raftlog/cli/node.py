@@ -3,13 +3,15 @@ the node until SIGTERM/SIGINT.
 
 Rules this module keeps: every NodeConfig field has a flag (``--`` + the field name with
 dashes; ``--listen`` is short for ``--listen-address``); flags left out do not override the
-environment or the file (their default is None); a ConfigError exits 2 before anything opens.
+environment or the file (their default is None); a ConfigError exits 2 before anything opens;
+a client port reachable beyond this host without TLS is said in one warning line at start.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import fields
 
 # The help text of each flag; the field list itself comes from NodeConfig.
@@ -60,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = {name: getattr(args, name) for name in FIELD_NAMES}
     config = load_config(args.config, os.environ, overrides)
+    warning = config.exposure_warning()
+    if warning is not None:
+        print(f"raftlog: {warning}", file=sys.stderr)
     from raftlog.node.process import serve
 
     return serve(config)
