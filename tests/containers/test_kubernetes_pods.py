@@ -7,7 +7,8 @@ Service's name. Under a steady produce load whose history the chaos checker judg
   and ready before the next: no acknowledged write lost, writes stall at most 1 s per pod;
 - scale 3 -> 5 -> 3: the new pods join through --join and are promoted; then `member remove`
   and the pods stop: nothing lost;
-- a pod's container deleted outright comes back with its volume and rejoins.
+- a pod's container deleted outright comes back with its volume and rejoins;
+- a hung node (its container paused) fails its liveness probe and is restarted: nothing lost.
 """
 
 from __future__ import annotations
@@ -169,3 +170,20 @@ def test_a_deleted_container_comes_back_with_its_volume(runner: PodRunner) -> No
     assert voters(runner) == {runner.pod_name(i) for i in range(STATIC_VOTERS)}
     acked = assert_nothing_lost(runner, load)
     print(f"\ndeleted container: {acked} acknowledged, 0 lost")
+
+
+def test_a_hung_node_is_restarted_by_its_liveness_probe(runner: PodRunner) -> None:
+    liveness = runner.container_spec["livenessProbe"]
+    hung_for_s = liveness["periodSeconds"] * liveness["failureThreshold"]
+    pod = runner.pods[runner.pod_name(2)]
+    with Load(runner) as load:
+        time.sleep(2)
+        pod.container.pause()  # frozen: every probe times out, nothing else changes
+        deadline = time.monotonic() + hung_for_s + 60
+        while pod.restarts == 0:
+            assert time.monotonic() < deadline, "the liveness probe never restarted the pod"
+            time.sleep(1)
+        runner.wait_ready([pod.name])
+        time.sleep(2)
+    acked = assert_nothing_lost(runner, load)
+    print(f"\nhung node: restarted after its liveness probe failed; {acked} acknowledged, 0 lost")

@@ -192,7 +192,7 @@ class PodRunner:
         grace_s = float(self.pod_spec["terminationGracePeriodSeconds"])
         started = time.monotonic()
         hook = self.container_spec["lifecycle"]["preStop"]["exec"]["command"]
-        runner = threading.Thread(target=container.exec_run, args=(hook,), daemon=True)
+        runner = threading.Thread(target=_exec_quietly, args=(container, hook), daemon=True)
         runner.start()
         runner.join(grace_s)
         # docker stop: SIGTERM, then SIGKILL when what is left of the grace period ends.
@@ -208,37 +208,57 @@ class PodRunner:
         return health(f"127.0.0.1:{pod.host_port}", timeout_s) == "SERVING"
 
     def _probe(self, pod: Pod) -> None:
+        """The kubelet's probes of one container run (a restart starts new ones): startup until
+        it passes, then readiness here and liveness in a thread of its own, each on its own
+        period of wall time, as the kubelet's probe workers are."""
+        run = pod.restarts
         startup = self.container_spec["startupProbe"]
         failures = 0
-        while not pod.stopping.is_set() and not self._check(pod, startup):
+        while self._current(pod, run) and not self._check(pod, startup):
             failures += 1
             if failures >= startup["failureThreshold"]:
                 self._restart(pod)
-                failures = 0
-            pod.stopping.wait(startup["periodSeconds"])
-        readiness = self.container_spec["readinessProbe"]
-        liveness = self.container_spec["livenessProbe"]
-        counts = {"readiness": 0, "liveness": 0}
-        for tick_s in itertools.count():
-            if pod.stopping.wait(0 if tick_s == 0 else 1):
                 return
-            if tick_s % readiness["periodSeconds"] == 0:
-                ok = self._check(pod, readiness)
-                counts["readiness"] = 0 if ok else counts["readiness"] + 1
-                pod.ready = ok or counts["readiness"] < readiness["failureThreshold"]
-            if tick_s % liveness["periodSeconds"] == 0:
-                ok = self._check(pod, liveness)
-                counts["liveness"] = 0 if ok else counts["liveness"] + 1
-                if counts["liveness"] >= liveness["failureThreshold"]:
-                    self._restart(pod)
-                    counts = {"readiness": 0, "liveness": 0}
+            pod.stopping.wait(startup["periodSeconds"])
+        liveness = self.container_spec["livenessProbe"]
+
+        def on_liveness(ok: bool, failures: int) -> None:
+            if failures >= liveness["failureThreshold"]:
+                self._restart(pod)
+
+        def on_readiness(ok: bool, failures: int) -> None:
+            # Ready after one success; not ready after failureThreshold failures in a row.
+            pod.ready = ok or (pod.ready and failures < readiness["failureThreshold"])
+
+        readiness = self.container_spec["readinessProbe"]
+        threading.Thread(
+            target=self._every, args=(pod, run, liveness, on_liveness), daemon=True
+        ).start()
+        self._every(pod, run, readiness, on_readiness)
+
+    def _every(self, pod: Pod, run: int, probe: Object, on_result: Any) -> None:
+        failures = 0
+        while self._current(pod, run):
+            started = time.monotonic()
+            ok = self._check(pod, probe)
+            failures = 0 if ok else failures + 1
+            if self._current(pod, run):
+                on_result(ok, failures)
+            pod.stopping.wait(max(0.0, probe["periodSeconds"] - (time.monotonic() - started)))
+
+    @staticmethod
+    def _current(pod: Pod, run: int) -> bool:
+        """Whether the container run ``run`` of ``pod`` is still the one being probed."""
+        return not pod.stopping.is_set() and pod.restarts == run
 
     def _restart(self, pod: Pod) -> None:
-        """The kubelet restarts a container that failed its probe: stop, then start again."""
+        """The kubelet restarts a container that failed its probe: stop, then start again,
+        probed from its startup probe on."""
         pod.ready = False
         pod.restarts += 1
         self._terminate(pod.container)
         pod.container.start()
+        threading.Thread(target=self._probe, args=(pod,), daemon=True, name=pod.name).start()
 
     def wait_ready(self, names: list[str], timeout_s: float = 90.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -296,6 +316,13 @@ class _Forwarder:
 
     def close(self) -> None:
         self._listener.close()
+
+
+def _exec_quietly(container: Any, argv: list[str]) -> None:
+    """Run a hook; a container that cannot run it (paused, exited) is stopped all the same,
+    as the kubelet goes on to SIGTERM when a preStop hook fails."""
+    with contextlib.suppress(Exception):
+        container.exec_run(argv)
 
 
 def _free_port() -> int:
