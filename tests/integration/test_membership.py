@@ -212,7 +212,14 @@ def _change_members_under_load(
     before = load.acked
     old_leader = admin.cluster_status().leader_id
     assert old_leader is not None
-    gone = member_cli(servers, "remove", old_leader)
+    # A node that just came back may still miss a heartbeat window now and then on a loaded
+    # machine (its loop busy catching up): the refusal says so, and is asked again, as an
+    # operator would (bounded).
+    for _ in range(20):
+        gone = member_cli(servers, "remove", old_leader)
+        if gone.returncode == 0 or "would lose the quorum" not in gone.stderr:
+            break
+        time.sleep(0.5)
     assert gone.returncode == 0, gone.stderr
     assert old_leader not in roles(admin)
     wait_for(lambda: load.acked >= before + 20, "writes after the leader left")
