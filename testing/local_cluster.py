@@ -55,13 +55,23 @@ _CLIENT_TLS_FILES = ("ca.pem", f"{CLIENT_NAME}.pem", f"{CLIENT_NAME}.key")
 _POLL_INTERVAL_S = 0.1
 
 
-def _free_port_pair() -> int:
-    """A free client port whose peer port (+ PEER_PORT_OFFSET) is free as well."""
-    for _ in range(100):
+def _free_ports(count: int, taken: set[int], *, with_peer: bool) -> list[int]:
+    """``count`` free ports none of which is in ``taken`` or repeats (the kernel may hand out
+    a port it just gave, once the probe closed it); ``with_peer``: each one's peer port (+
+    PEER_PORT_OFFSET) free and distinct too. Adds what it returns to ``taken``."""
+    ports: list[int] = []
+    for _ in range(100 * count):
         port = free_port()
-        if port + PEER_PORT_OFFSET <= 65535 and not port_in_use(port + PEER_PORT_OFFSET):
-            return port
-    raise ClusterError("no free pair of client and peer ports found in 100 tries")
+        wanted = {port, port + PEER_PORT_OFFSET} if with_peer else {port}
+        if max(wanted) > 65535 or wanted & taken:
+            continue
+        if with_peer and port_in_use(port + PEER_PORT_OFFSET):
+            continue
+        ports.append(port)
+        taken |= wanted
+        if len(ports) == count:
+            return ports
+    raise ClusterError(f"no {count} distinct free ports found")
 
 
 class ClusterError(RuntimeError):
@@ -117,8 +127,9 @@ class LocalCluster:
         # Master-slave under a controller: its three members, started before the nodes.
         self.controllers = controllers
         self.extra_args = tuple(extra_args)
+        taken_ports: set[int] = set()
         ports = (
-            [_free_port_pair() for _ in range(node_count)]
+            _free_ports(node_count, taken_ports, with_peer=True)
             if base_port == 0
             else [base_port + i for i in range(node_count)]
         )
@@ -137,7 +148,15 @@ class LocalCluster:
         self.peer_port_overrides: dict[str, dict[str, str]] = {}
         self.controller_overrides: dict[str, str] = {}
         self.metrics_ports: dict[str, int] = (
-            {node_id: free_port() for node_id in self.nodes} if metrics else {}
+            dict(
+                zip(
+                    self.nodes,
+                    _free_ports(len(self.nodes), taken_ports, with_peer=False),
+                    strict=True,
+                )
+            )
+            if metrics
+            else {}
         )
         self.tls = tls
         if tls:
