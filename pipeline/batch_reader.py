@@ -11,7 +11,7 @@ Rules this module keeps:
   is off (its default), so the plain reader must not.
 - An empty read plans one empty range (Spark wants at least one partition).
 - With the ``replica`` option every range is read from that member's own copy
-  (replica_reader.py); the plan still comes from the cluster, so every replica of an audit is
+  (range_reader.py); the plan still comes from the cluster, so every replica of an audit is
   read over the same offsets.
 """
 
@@ -29,7 +29,6 @@ from raftlog.pipeline.options import ReadOptions
 from raftlog.pipeline.pushdown import Pushed, analyse, narrow_by_key, narrow_by_time
 from raftlog.pipeline.queue_ranges import ClusterView, QueueRange, batch_ranges, split
 from raftlog.pipeline.range_reader import read_range
-from raftlog.pipeline.replica_reader import read_replica_range
 
 LOG = logging.getLogger(__name__)
 
@@ -58,19 +57,13 @@ class RaftlogBatchReader(DataSourceReader):
         assert isinstance(partition, QueueRange)
         if partition.size == 0:
             return iter(())
-        if self.options.replica is not None:
-            return read_replica_range(
-                self.options.replica,
-                partition,
-                fail_on_data_loss=self.options.fail_on_data_loss,
-                timeout_s=self.options.timeout_s,
-            )
         return read_range(
             self.options.servers,
             partition,
             tags=self.pushed.tags or (),
             fail_on_data_loss=self.options.fail_on_data_loss,
             timeout_s=self.options.timeout_s,
+            replica=self.options.replica,
         )
 
 

@@ -12,6 +12,10 @@ Rules this module keeps:
   is a read, safe to repeat. Only a bound that runs out is surfaced, naming the queue.
 - Offsets retention removed while the read ran (OFFSET_TOO_SMALL) fail the task under
   ``failOnDataLoss`` and are skipped (counted in the log) otherwise.
+- With ``replica`` (the ``replica`` option, for audits) every Pull goes to that member alone
+  and sets ``this_replica``, so a master-slave slave answers from its own store instead of
+  sending the reader to its master: another member's answer would be a wrong answer, not a
+  fallback. A lagging replica is asked again within the bound, like any member.
 """
 
 from __future__ import annotations
@@ -72,8 +76,10 @@ class RangeReader:
         tags: Sequence[str] = (),
         fail_on_data_loss: bool = True,
         timeout_s: float = 30.0,
+        replica: str | None = None,
     ) -> None:
-        self._connection = Connection(servers)
+        self._connection = Connection(replica or servers)
+        self._replica = replica
         self._tags = list(tags)
         self._fail_on_data_loss = fail_on_data_loss
         self._timeout_s = timeout_s
@@ -91,11 +97,18 @@ class RangeReader:
             tags=self._tags,
             consumer_group="spark",
             return_records=True,
+            this_replica=self._replica is not None,
         )
 
         def attempt(timeout_s: float) -> Any:
             return self._connection.call(
-                "Consumer", "Pull", request, timeout_s=timeout_s, leader_only=False, write=False
+                "Consumer",
+                "Pull",
+                request,
+                timeout_s=timeout_s,
+                leader_only=False,
+                write=False,
+                address=self._replica,
             )
 
         return self._policy.run(attempt, idempotent=True)
@@ -166,10 +179,15 @@ def read_range(
     tags: Sequence[str] = (),
     fail_on_data_loss: bool = True,
     timeout_s: float = 30.0,
+    replica: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """``RangeReader.batches`` with its own client, closed at the end (the task's entry)."""
     reader = RangeReader(
-        servers, tags=tags, fail_on_data_loss=fail_on_data_loss, timeout_s=timeout_s
+        servers,
+        tags=tags,
+        fail_on_data_loss=fail_on_data_loss,
+        timeout_s=timeout_s,
+        replica=replica,
     )
     try:
         yield from reader.batches(queue_range)
