@@ -23,6 +23,7 @@ from raftlog.cli.common import (
     EXIT_OK,
     UsageError,
     add_replication_flags,
+    add_tls_flags,
     master_role,
 )
 
@@ -52,6 +53,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     status = actions.add_parser("status", help="members, roles, leader, term, commit, lag")
     status.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     status.add_argument("--servers", help="host:port,... (default: the local cluster's)")
+    add_tls_flags(status)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,15 +137,18 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from raftlog.cli.common import default_servers
-    from raftlog.client import Admin, RaftlogError, parse_addresses
+    from raftlog.cli.common import client_tls, default_servers
+    from raftlog.client import Admin, Connection, RaftlogError, parse_addresses
 
     try:
         addresses = parse_addresses(args.servers or default_servers(args.data_dir))
     except ValueError as error:
         raise UsageError(f"--servers: {error}") from None
     views: dict[str, ClusterStatus | None] = {}
-    with Admin(addresses, timeout_s=2.0) as admin:
+    with (
+        Connection(addresses, tls=client_tls(args)) as connection,
+        Admin(connection, timeout_s=2.0) as admin,
+    ):
         for address in addresses:
             try:
                 views[address] = admin.cluster_status(address=address)

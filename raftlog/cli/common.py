@@ -49,6 +49,11 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout-s", type=float, default=15.0, help="seconds an operation may take"
     )
+    add_tls_flags(parser)
+
+
+def add_tls_flags(parser: argparse.ArgumentParser) -> None:
+    """``--tls-ca``, ``--tls-cert``, ``--tls-key`` (client_tls() reads them)."""
     tls = parser.add_argument_group(
         "TLS", "all three unset: RAFTLOG_TLS_CA, RAFTLOG_TLS_CERT, RAFTLOG_TLS_KEY; none: plain"
     )

@@ -1,6 +1,6 @@
 """The client CLI against a TLS cluster (LocalCluster(tls=True): mTLS on the client port):
 with --tls-ca/--tls-cert/--tls-key, or the RAFTLOG_TLS_* environment, topic create, produce,
-consume and member list work; without them, or without a client certificate, each fails in
+consume, member list and cluster status work; without them, or without a client certificate, each fails in
 one line that names the TLS flags, exit 1, no traceback."""
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def test_client_commands_with_the_tls_flags(
     code, out, err = run(capsys, "member", "list", *flags)
     assert code == 0, err
     assert {"n1", "n2", "n3"} <= {line.split()[0] for line in out.splitlines()}
+    code, out, err = run(capsys, "cluster", "status", *flags)
+    assert code == 0, err
+    assert "leader n" in out and " down " not in out, out
 
 
 def test_the_environment_stands_in_for_the_flags(
