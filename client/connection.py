@@ -33,6 +33,7 @@ from typing import Any
 
 import grpc
 
+from raftlog.client.bearer_token import BearerToken
 from raftlog.client.errors import (
     DeadlineExceededError,
     NotLeaderError,
@@ -89,8 +90,11 @@ class Connection:
         address_map: Mapping[str, str] | None = None,
         watch: WatchSettings | None = None,
         tls: ClientTls | None = None,
+        token: str | None = None,
     ) -> None:
         self._address_map = dict(address_map or {})
+        # Token authentication (client/bearer_token.py): None sends none.
+        self._token = BearerToken(token) if token is not None else None
         # TLS (client/tls.py): None dials plain TCP.
         self._tls = tls
         self._credentials = tls.credentials() if tls is not None else None
@@ -157,9 +161,11 @@ class Connection:
 
     def _dial(self, address: str) -> grpc.Channel:
         if self._tls is None or self._credentials is None:
-            return grpc.insecure_channel(address, options=self._options)
-        options = [*self._options, *self._tls.channel_options()]
-        return grpc.secure_channel(address, self._credentials, options=options)
+            channel = grpc.insecure_channel(address, options=self._options)
+        else:
+            options = [*self._options, *self._tls.channel_options()]
+            channel = grpc.secure_channel(address, self._credentials, options=options)
+        return channel if self._token is None else grpc.intercept_channel(channel, self._token)
 
     def stub(self, service: str, address: str) -> Any:
         """The generated stub of ``service`` ("Producer", "Consumer", "Admin") at ``address``."""

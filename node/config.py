@@ -202,6 +202,9 @@ class NodeConfig:
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
     tls_client_auth_enable: bool = False
+    # -- client authentication (docs/security.md): a file of "name:token" lines; with it, every
+    # client-port call needs "authorization: Bearer <token>" (health excepted). None = open.
+    auth_tokens_file: str | None = None
 
     def __post_init__(self) -> None:
         check_id("node_id", self.node_id)

@@ -46,6 +46,7 @@ _OPTIONAL_FIELDS = frozenset(
         "tls_ca_file",
         "tls_cert_file",
         "tls_key_file",
+        "auth_tokens_file",
     }
 )
 

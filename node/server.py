@@ -12,7 +12,7 @@ in-flight calls within its grace.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent import futures
 
 import grpc
@@ -22,6 +22,7 @@ from grpc_reflection.v1alpha import reflection
 from raftlog.node.membership import Membership
 from raftlog.node.metrics import NodeMetrics
 from raftlog.node.security.tls import NodeTls
+from raftlog.node.security.tokens import TokenCheck
 from raftlog.node.services.client_api import ClientServices, add_client_services
 from raftlog.node.services.health import NodeHealth
 from raftlog.node.services.limits import ServiceLimits
@@ -63,12 +64,15 @@ class NodeServer:
         membership: Membership | None = None,
         metrics: NodeMetrics | None = None,
         tls: NodeTls | None = None,
+        tokens: Mapping[str, str] | None = None,
     ) -> None:
         interceptors = (*((metrics.rpc,) if metrics is not None else ()), RequestGuard())
+        # Tokens guard the client port only: the peer port is mTLS's.
+        client_interceptors = (TokenCheck(tokens), *interceptors) if tokens else interceptors
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=_MAX_CLIENT_WORKERS, thread_name_prefix="grpc"),
             options=_SERVER_OPTIONS,
-            interceptors=interceptors,
+            interceptors=client_interceptors,
         )
         self._peer_server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=_MAX_PEER_WORKERS, thread_name_prefix="peer"),

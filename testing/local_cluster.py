@@ -98,6 +98,8 @@ class LocalCluster:
     cluster.json. ``controller_overrides`` (node id ->
     ``--controller-addresses`` value) does the same for the controller members' addresses.
     ``metrics`` gives every node a Prometheus endpoint on a free port (``metrics_url``).
+    ``auth_token`` makes the nodes require that bearer token on the client port (a 0600 file
+    ``<base_dir>/auth-tokens``, node setting auth_tokens_file; ``client_token``).
     ``tls`` makes a development CA in ``<base_dir>/tls`` (testing/dev_ca.py), a certificate
     per node and one for the client "admin" (``client_tls``), and starts the nodes with TLS on
     both ports and client certificates required on the client port too.
@@ -117,6 +119,7 @@ class LocalCluster:
         peer_overrides: Mapping[str, Mapping[str, str]] | None = None,
         metrics: bool = False,
         tls: bool = False,
+        auth_token: str | None = None,
     ) -> None:
         if node_count < 1:
             raise ValueError(f"node_count is {node_count}; it must be at least 1")
@@ -161,6 +164,13 @@ class LocalCluster:
         self.tls = tls
         if tls:
             self._issue_certificates()
+        # Token authentication: the nodes accept this one client token (its probes use it).
+        self.client_token = auth_token
+        if auth_token is not None:
+            os.makedirs(self.base_dir, exist_ok=True)
+            descriptor = os.open(self._tokens_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(f"{CLIENT_NAME}:{auth_token}\n")
         # Processes this object spawned (reaped on stop); a loaded cluster has none.
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -181,9 +191,14 @@ class LocalCluster:
             return None
         return ClientTls(*(os.path.join(self.tls_dir, f) for f in _CLIENT_TLS_FILES))
 
+    @property
+    def _tokens_file(self) -> str:
+        return os.path.join(self.base_dir, "auth-tokens")
+
     def _tls_args(self, node_id: str) -> list[str]:
+        tokens = [] if self.client_token is None else ["--auth-tokens-file", self._tokens_file]
         if not self.tls:
-            return []
+            return tokens
         files = [
             os.path.join(self.tls_dir, f) for f in ("ca.pem", f"{node_id}.pem", f"{node_id}.key")
         ]
@@ -196,6 +211,7 @@ class LocalCluster:
             files[2],
             "--tls-client-auth-enable",
             "true",
+            *tokens,
         ]
 
     # -- state file ------------------------------------------------------------------------
@@ -477,7 +493,8 @@ class LocalCluster:
     ) -> str | None:
         """The leader's address as the first answering node reports it, or None."""
         wanted = node_ids if node_ids is not None else list(self.nodes)
-        return leader_address([self.nodes[n].address for n in wanted], timeout_s, self.client_tls)
+        addresses = [self.nodes[n].address for n in wanted]
+        return leader_address(addresses, timeout_s, self.client_tls, self.client_token)
 
     def _signal(self, node: LocalNode, signum: int) -> bool:
         if not self._ours(node):

@@ -71,13 +71,16 @@ def health(address: str, timeout_s: float = 1.0, tls: ClientTls | None = None) -
 
 
 def leader_address(
-    addresses: Sequence[str], timeout_s: float = 1.0, tls: ClientTls | None = None
+    addresses: Sequence[str],
+    timeout_s: float = 1.0,
+    tls: ClientTls | None = None,
+    token: str | None = None,
 ) -> str | None:
     """The leader's address as the first answering node reports it, or None."""
     for address in addresses:
         try:
             with (
-                Connection([address], tls=tls) as connection,
+                Connection([address], tls=tls, token=token) as connection,
                 Admin(connection, timeout_s=timeout_s) as admin,
             ):
                 status = admin.cluster_status(address=address)

@@ -137,7 +137,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from raftlog.cli.common import client_tls, default_servers
+    from raftlog.cli.common import client_tls, client_token, default_servers
     from raftlog.client import Admin, Connection, RaftlogError, parse_addresses
 
     try:
@@ -146,7 +146,7 @@ def _status(args: argparse.Namespace) -> int:
         raise UsageError(f"--servers: {error}") from None
     views: dict[str, ClusterStatus | None] = {}
     with (
-        Connection(addresses, tls=client_tls(args)) as connection,
+        Connection(addresses, tls=client_tls(args), token=client_token(args)) as connection,
         Admin(connection, timeout_s=2.0) as admin,
     ):
         for address in addresses:

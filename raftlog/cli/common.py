@@ -60,6 +60,29 @@ def add_tls_flags(parser: argparse.ArgumentParser) -> None:
     tls.add_argument("--tls-ca", metavar="PEM", help="the CA that signed the nodes' certificates")
     tls.add_argument("--tls-cert", metavar="PEM", help="this client's certificate (mTLS)")
     tls.add_argument("--tls-key", metavar="PEM", help="this client's private key (mTLS)")
+    parser.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="a file holding this client's bearer token (default: RAFTLOG_TOKEN; never the "
+        "token itself on the command line)",
+    )
+
+
+def client_token(args: argparse.Namespace) -> str | None:
+    """The bearer token of ``--token-file``, else of RAFTLOG_TOKEN; None for none."""
+    from raftlog.client.bearer_token import token_from_env
+
+    path = getattr(args, "token_file", None)
+    if path is None:
+        return token_from_env()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            token = handle.read().strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--token-file: cannot read {path}: {error}") from None
+    if not token or any(c.isspace() for c in token):
+        raise UsageError(f"--token-file: {path} holds no token (one line, no spaces)")
+    return token
 
 
 def client_tls(args: argparse.Namespace) -> ClientTls | None:
@@ -89,7 +112,7 @@ def connect(args: argparse.Namespace) -> Connection:
         servers = parse_addresses(args.servers or default_servers())
     except ValueError as error:
         raise UsageError(f"--servers: {error}") from None
-    return Connection(servers, tls=client_tls(args))
+    return Connection(servers, tls=client_tls(args), token=client_token(args))
 
 
 def unreachable_hint(args: argparse.Namespace, error: BaseException) -> str:

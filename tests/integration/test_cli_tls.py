@@ -1,7 +1,7 @@
 """The client CLI against a TLS cluster (LocalCluster(tls=True): mTLS on the client port):
 with --tls-ca/--tls-cert/--tls-key, or the RAFTLOG_TLS_* environment, topic create, produce,
-consume, member list and cluster status work; without them, or without a client certificate, each fails in
-one line that names the TLS flags, exit 1, no traceback."""
+consume, member list and cluster status work; without them, or without a client
+certificate, each fails in one line that names the TLS flags, exit 1, no traceback."""
 
 from __future__ import annotations
 
