@@ -21,6 +21,8 @@ from typing import Any
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from raftlog.node.services.handler_wrapper import HandlerWrapper
+
 # From a fast produce (sub-millisecond) to a long poll (Pull waits up to 30 s by default).
 LATENCY_BUCKETS_S = (
     0.0005,
@@ -53,8 +55,9 @@ def _pulled(response: Any) -> int:
     return int(response.record_count) or len(response.messages)
 
 
-class RpcMetrics(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+class RpcMetrics(HandlerWrapper):
     def __init__(self, registry: CollectorRegistry) -> None:
+        super().__init__()
         self._handled = Counter(
             "raftlog_grpc_server_handled_total",
             "Unary gRPC calls answered, by method and status code",
@@ -82,27 +85,11 @@ class RpcMetrics(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no
             _PRODUCE: (produced, _produced),
             _PULL: (pulled, _pulled),
         }
-        # method -> (the handler the server resolved, its wrapped twin).
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        if handler is None or handler.request_streaming or handler.response_streaming:
-            return handler
-        method: str = handler_call_details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap(method, handler)
-        # Bounded: only methods a service registered get here (unknown ones have no handler).
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+    def wants(self, handler: grpc.RpcMethodHandler) -> bool:
+        return not (handler.request_streaming or handler.response_streaming)
 
-    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         service, _, name = method.lstrip("/").rpartition("/")
         latency = self._latency.labels(service, name)
         handled = self._handled

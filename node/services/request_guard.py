@@ -25,6 +25,8 @@ from typing import Any
 
 import grpc
 
+from raftlog.node.services.handler_wrapper import HandlerWrapper
+
 _LOGGER = logging.getLogger(__name__)
 # One line per method (or logger) per this many seconds at most.
 LOG_INTERVAL_S = 10.0
@@ -78,31 +80,14 @@ def _tolerant(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], A
     return parse
 
 
-class RequestGuard(grpc.ServerInterceptor):  # type: ignore[misc]
+class RequestGuard(HandlerWrapper):
     """The interceptor answering unparseable requests with INVALID_ARGUMENT."""
 
     def __init__(self) -> None:
         # What the guard cannot catch (it runs inside gRPC's call handling) is at least short.
         quiet_grpc_tracebacks()
+        super().__init__()
         self._log = RateLimitedLog(_LOGGER)
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
-
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        method: str = handler_call_details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap(method, handler)
-        # Bounded: only methods a service registered get here (unknown ones have no handler).
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
 
     def _refuse(self, method: str, request: _Malformed, context: grpc.ServicerContext) -> None:
         self._log.warning(
@@ -110,7 +95,7 @@ class RequestGuard(grpc.ServerInterceptor):  # type: ignore[misc]
         )
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed request: {request.error}")
 
-    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         kind = ("stream" if handler.request_streaming else "unary") + (
             "_stream" if handler.response_streaming else "_unary"
         )
