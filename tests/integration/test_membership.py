@@ -187,12 +187,13 @@ def _change_members_under_load(
     servers = cluster.addresses
     # --join: added as a learner, caught up, promoted at its own request.
     wait_for(lambda: roles(admin).get("n4") == "voter", "n4 to become a voter")
-    assert member_cli(servers, "list").stdout.count("voter") == 4
+    # The CLI asks the first member that answers, which may apply the promotion a beat later.
+    wait_for(lambda: member_cli(servers, "list").stdout.count("voter") == 4, "the CLI to list 4")
 
     removed = member_cli(servers, "remove", "n3")
     assert removed.returncode == 0, removed.stderr
     cluster.stop_node("n3")
-    assert set(roles(admin)) == {"n1", "n2", "n4"}
+    wait_for(lambda: set(roles(admin)) == {"n1", "n2", "n4"}, "n3 gone from the membership")
     servers = [*servers, n4_address]
 
     # With one voter down, removing the one live follower would leave the leader alone with
@@ -221,7 +222,9 @@ def _change_members_under_load(
             break
         time.sleep(0.5)
     assert gone.returncode == 0, gone.stderr
-    assert old_leader not in roles(admin)
+    # Applied by the new leader when the command returns; another member (the removed one
+    # included) may answer list_members before it applied the change too.
+    wait_for(lambda: old_leader not in roles(admin), f"every member to see {old_leader} gone")
     wait_for(lambda: load.acked >= before + 20, "writes after the leader left")
     return old_leader
 
