@@ -55,10 +55,12 @@ _CLIENT_TLS_FILES = ("ca.pem", f"{CLIENT_NAME}.pem", f"{CLIENT_NAME}.key")
 _POLL_INTERVAL_S = 0.1
 
 
-def _free_ports(count: int, taken: set[int], *, with_peer: bool) -> list[int]:
+def free_ports(count: int, taken: set[int] | None = None, *, with_peer: bool = True) -> list[int]:
     """``count`` free ports none of which is in ``taken`` or repeats (the kernel may hand out
     a port it just gave, once the probe closed it); ``with_peer``: each one's peer port (+
-    PEER_PORT_OFFSET) free and distinct too. Adds what it returns to ``taken``."""
+    PEER_PORT_OFFSET, the port a node derives by default) free and distinct too. Adds what it
+    returns to ``taken``."""
+    taken = set() if taken is None else taken
     ports: list[int] = []
     for _ in range(100 * count):
         port = free_port()
@@ -132,7 +134,7 @@ class LocalCluster:
         self.extra_args = tuple(extra_args)
         taken_ports: set[int] = set()
         ports = (
-            _free_ports(node_count, taken_ports, with_peer=True)
+            free_ports(node_count, taken_ports, with_peer=True)
             if base_port == 0
             else [base_port + i for i in range(node_count)]
         )
@@ -154,7 +156,7 @@ class LocalCluster:
             dict(
                 zip(
                     self.nodes,
-                    _free_ports(len(self.nodes), taken_ports, with_peer=False),
+                    free_ports(len(self.nodes), taken_ports, with_peer=False),
                     strict=True,
                 )
             )

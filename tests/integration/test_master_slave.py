@@ -23,7 +23,7 @@ from raftlog.node.masterslave.group import MasterSlaveMember
 from raftlog.node.process import Node
 from raftlog.proto import client_pb2, client_pb2_grpc, peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import CorruptRecordError
-from tests.support.inprocess_cluster import free_port
+from tests.support.inprocess_cluster import node_addresses
 
 TOPIC = "orders"
 
@@ -35,7 +35,7 @@ class Group:
         self.root = root
         self.role = role
         self.config = config
-        self.addresses = {f"n{i}": f"127.0.0.1:{free_port()}" for i in (1, 2, 3)}
+        self.addresses = node_addresses(["n1", "n2", "n3"])
         self.nodes: dict[str, Node] = {}
 
     def start(self, node_id: str) -> Node:

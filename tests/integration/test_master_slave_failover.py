@@ -22,7 +22,7 @@ from raftlog.node.config import NodeConfig
 from raftlog.node.masterslave.group import MasterSlaveMember
 from raftlog.node.process import Node
 from raftlog.proto import client_pb2, client_pb2_grpc
-from tests.support.inprocess_cluster import free_port
+from tests.support.inprocess_cluster import free_port, node_addresses
 
 TOPIC = "orders"
 LEASE_MS = 1000
@@ -49,7 +49,7 @@ class ControlledGroup:
         for controller in self.controllers:
             controller.start()
         self.controller_addresses = ",".join(grpc_address for _, grpc_address in peers.values())
-        self.addresses = {f"b{i}": f"127.0.0.1:{free_port()}" for i in (1, 2, 3)}
+        self.addresses = node_addresses(["b1", "b2", "b3"])
         self.nodes: dict[str, Node] = {}
 
     def start(self, node_id: str) -> None:

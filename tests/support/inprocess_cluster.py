@@ -14,6 +14,7 @@ import grpc
 from raftlog.node.config import NodeConfig
 from raftlog.node.process import Node
 from raftlog.proto import client_pb2, client_pb2_grpc
+from raftlog.testing.local_cluster import free_ports
 
 _LEADER_WAIT_S = 15.0
 
@@ -24,9 +25,18 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def node_addresses(node_ids: list[str]) -> dict[str, str]:
+    """127.0.0.1 addresses for ``node_ids``: no two ports the same, each node's peer port
+    (client port + 1000, the default) free and distinct too."""
+    return {
+        node_id: f"127.0.0.1:{port}"
+        for node_id, port in zip(node_ids, free_ports(len(node_ids)), strict=True)
+    }
+
+
 class InProcessCluster:
     def __init__(self, root: Path, node_count: int = 3, **config: object) -> None:
-        self.addresses = {f"n{i}": f"127.0.0.1:{free_port()}" for i in range(1, node_count + 1)}
+        self.addresses = node_addresses([f"n{i}" for i in range(1, node_count + 1)])
         self._root = root
         self._config = config
         self.nodes = {node_id: self._new_node(node_id) for node_id in self.addresses}
