@@ -71,6 +71,9 @@ class Raft:
         self.conf_index = self.log.first_index() - 1
         """The log index the membership above reflects."""
         self.progress: dict[NodeId, Progress] = {}
+        self.departing: dict[NodeId, tuple[int, int]] = {}
+        """Leader: removed members still being told of their removal -> (the removal's log
+        index, ticks left); their ``progress`` stays until the ticks run out."""
         self.votes: dict[NodeId, bool] = {}
         self.msgs: list[Message] = []
         self.read_states: list[ReadState] = []
@@ -152,19 +155,20 @@ class Raft:
             self._become_follower(self.term, None)
             return
         for node_id in self.members():
+            self.departing.pop(node_id, None)  # removed and added again
             if node_id not in self.progress:
                 self.progress[node_id] = Progress(
                     self.log.last_index() + 1, self.config.max_inflight_appends, False
                 )
             self.progress[node_id].is_learner = node_id in self.learners
+        members = self.members()
         for node_id in sorted(self.progress):
-            if node_id not in self.voters and node_id not in self.learners:
-                # A farewell heartbeat: its commit index lets the removed node apply its own
-                # removal (when it holds the entry) and so stop campaigning; it hears nothing
-                # from this leader again.
-                commit = min(self.progress[node_id].match_index, self.log.committed)
-                self._send(MessageType.HEARTBEAT, node_id, commit=commit)
-                del self.progress[node_id]
+            if node_id not in members and node_id not in self.departing:
+                # Farewells for two election timeouts: the removed node gets its removal entry
+                # and a commit index covering it, so it applies the removal and stops
+                # campaigning. A single message could be lost, or find it behind.
+                self.departing[node_id] = (self.conf_index, 2 * self.config.election_ticks)
+                self._say_farewell(node_id)
         if self.lead_transferee is not None and self.lead_transferee not in self.voters:
             self.lead_transferee = None
         # A smaller quorum may commit more right away.
@@ -192,6 +196,7 @@ class Raft:
         self.lead_transferee = None
         self.votes = {}
         self.progress = {}
+        self.departing = {}
         self.read_only.reset()
         self.pending_reads = []
         self.pending_conf_index = 0
@@ -328,6 +333,28 @@ class Raft:
         if self.heartbeat_elapsed_ticks >= self.config.heartbeat_ticks:
             self.heartbeat_elapsed_ticks = 0
             self._broadcast_heartbeat(self.read_only.last_pending_context() or b"")
+            for node_id in sorted(self.departing):
+                self._say_farewell(node_id)
+        self._tick_departures()
+
+    def _tick_departures(self) -> None:
+        for node_id in sorted(self.departing):
+            removal_index, ticks_left = self.departing[node_id]
+            if ticks_left <= 1:
+                del self.departing[node_id]
+                del self.progress[node_id]  # it hears nothing from this leader again
+            else:
+                self.departing[node_id] = (removal_index, ticks_left - 1)
+
+    def _say_farewell(self, node_id: NodeId) -> None:
+        """Tell the removed ``node_id`` of its removal: the entry if it lacks it, and a
+        heartbeat whose commit index covers what it stores (its answer also resumes a paused
+        probe)."""
+        progress = self.progress[node_id]
+        if progress.match_index < self.departing[node_id][0]:
+            self._send_append(node_id)
+        commit = min(progress.match_index, self.log.committed)
+        self._send(MessageType.HEARTBEAT, node_id, commit=commit)
 
     def _check_quorum_active(self) -> bool:
         """Did a majority of voters (counting us) answer since the last round? Resets the
@@ -639,6 +666,8 @@ class Raft:
         return True
 
     def _send_snapshot(self, target: NodeId, progress: Progress) -> bool:
+        if target in self.departing:
+            return False  # a removed node is told of its removal, never sent a snapshot
         if not progress.recent_active:
             # Don't ship a snapshot to a node that may be down; a heartbeat answer revives it.
             return False

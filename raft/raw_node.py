@@ -23,10 +23,11 @@ Membership (single-server changes, Raft thesis §4.1), applied on APPLY, as etcd
   commit index, so the new voter does not stall commits while it catches up.
 - Removing the leader: it keeps leading until the removal is committed and applied, then steps
   down; the remaining voters elect a new leader after an election timeout.
-- A removed node hears one farewell heartbeat when the leader applies its removal (its commit
-  index lets the node apply the removal, if it holds the entry, and stop campaigning). Whether
-  or not it learns, it cannot move the cluster's term: members ignore (pre-)vote requests from
-  nodes outside their membership, before looking at the request's term.
+- A removed node hears farewells for two election timeouts once the leader applied its removal
+  (its removal entry if it lacks it, and a commit index covering it), so it applies the
+  removal and stops campaigning. Whether or not it learns, it cannot move the cluster's term:
+  members ignore (pre-)vote requests from nodes outside their membership, before looking at
+  the request's term.
 - ``ConfChange.context`` travels in the entry untouched (raftlog: the member's address).
 
 Limits (Config):
@@ -233,7 +234,7 @@ class RawNode:
     def status(self) -> Status:
         raft = self._raft
         progress: dict[NodeId, ProgressStatus] = {}
-        for node_id in sorted(raft.progress):
+        for node_id in [n for n in raft.members() if n in raft.progress]:
             pr = raft.progress[node_id]
             progress[node_id] = ProgressStatus(
                 match_index=pr.match_index,

@@ -184,6 +184,39 @@ def test_removed_follower_applies_its_removal_and_never_moves_the_term():
     assert cluster.nodes["b"].term == term
 
 
+def test_a_removed_follower_that_missed_its_removal_is_told_by_the_farewells():
+    cluster = Cluster(("a", "b", "c"))
+    cluster.elect("a")
+    cluster.isolate("c")  # c stores nothing of its removal when a and b commit and apply it
+    add_member(cluster, "c", REMOVE)
+    cluster.tick_all(2)
+    assert cluster.nodes["a"].conf_state.voters == ("a", "b")
+    assert cluster.nodes["c"].conf_state.voters == ("a", "b", "c")
+    assert sorted(cluster.nodes["a"].status().progress) == ["a", "b"]  # members only
+    cluster.heal()
+    cluster.tick_all(4)
+    assert cluster.nodes["c"].conf_state.voters == ("a", "b")
+    # The farewells end after two election timeouts: c hears nothing from a again.
+    cluster.tick_all(2 * cluster.config("a").election_ticks)
+    heard = len(cluster.delivered)
+    cluster.tick_all(10)
+    assert [m for m in cluster.delivered[heard:] if "c" in (m.source, m.target)] == []
+
+
+def test_farewells_stop_after_two_election_timeouts_when_the_node_never_answers():
+    cluster = Cluster(("a", "b", "c"))
+    cluster.elect("a")
+    to_c: list[Message] = []
+    cluster.filters.append(lambda m: m.target != "c" or bool(to_c.append(m)))
+    add_member(cluster, "c", REMOVE)
+    election_ticks = cluster.config("a").election_ticks
+    cluster.tick_all(2 * election_ticks)
+    sent = len(to_c)
+    assert sent > 2  # the farewells went on while c stayed silent
+    cluster.tick_all(10)
+    assert len(to_c) == sent
+
+
 def test_vote_requests_from_strangers_are_ignored_whatever_their_term():
     node, storage = new_node("a", voters=("a", "b", "c"))
     for vote_type in (MessageType.PRE_VOTE, MessageType.VOTE):
