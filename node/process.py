@@ -32,7 +32,7 @@ from raftlog.node.peer.dialer import PeerDialer
 from raftlog.node.replication.member import RaftMember
 from raftlog.node.replication.replica import Replica
 from raftlog.node.security.tls import node_tls
-from raftlog.node.security.tokens import load_tokens
+from raftlog.node.security.tokens import TokenFile
 from raftlog.node.server import NodeServer
 from raftlog.node.services.limits import DEFAULT_PULL_MESSAGES, ServiceLimits
 
@@ -102,7 +102,7 @@ class Node:
                 self.member.membership if isinstance(self.member, RaftMember) else None,
                 self.metrics,
                 tls,
-                load_tokens(config.auth_tokens_file) if config.auth_tokens_file else None,
+                TokenFile(config.auth_tokens_file) if config.auth_tokens_file else None,
             )
         except BaseException:
             if self.metrics is not None:

@@ -12,7 +12,7 @@ in-flight calls within its grace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent import futures
 
 import grpc
@@ -22,7 +22,7 @@ from grpc_reflection.v1alpha import reflection
 from raftlog.node.membership import Membership
 from raftlog.node.metrics import NodeMetrics
 from raftlog.node.security.tls import NodeTls
-from raftlog.node.security.tokens import TokenCheck
+from raftlog.node.security.tokens import TokenCheck, TokenFile
 from raftlog.node.services.client_api import ClientServices, add_client_services
 from raftlog.node.services.health import NodeHealth
 from raftlog.node.services.limits import ServiceLimits
@@ -64,7 +64,7 @@ class NodeServer:
         membership: Membership | None = None,
         metrics: NodeMetrics | None = None,
         tls: NodeTls | None = None,
-        tokens: Mapping[str, str] | None = None,
+        tokens: TokenFile | None = None,
     ) -> None:
         interceptors = (*((metrics.rpc,) if metrics is not None else ()), RequestGuard())
         # Tokens guard the client port only: the peer port is mTLS's.

@@ -13,21 +13,38 @@ Rules this module keeps:
 - The health service stays open (orchestrators' probes carry no token); reflection is
   covered like the other services. The peer port is not this module's: mTLS guards it.
 - A malformed file refuses the node's start with one line naming the file and the line.
+- The file reloads without a restart, as the TLS files do (node/security/tls.py): at most
+  once a second (a monotonic-clock throttle), a call looks at the file's modification time,
+  size and inode, and re-reads it when one changed. A line removed revokes that client for
+  new calls (calls already admitted run on). A new version that cannot be read or is
+  malformed is logged in one warning line (never a token) and the previous tokens stay,
+  until the file changes again.
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
 from raftlog.node.config import ConfigError
 
+_log = logging.getLogger(__name__)
+
 MIN_TOKEN_CHARS = 16
+# How often, at most, a call looks at the file for a change.
+RELOAD_CHECK_INTERVAL_S = 1.0
 _OPEN_PREFIX = "/grpc.health.v1.Health/"
 _BEARER = "bearer "
+
+# What tells one version of the file from another: (st_mtime_ns, st_size, st_ino).
+_Stamp = tuple[int, int, int]
 
 
 def load_tokens(path: str) -> dict[str, str]:
@@ -56,16 +73,109 @@ def load_tokens(path: str) -> dict[str, str]:
     return tokens
 
 
+def _stamp(path: str) -> _Stamp:
+    status = os.stat(path)
+    return (status.st_mtime_ns, status.st_size, status.st_ino)
+
+
+class TokenFile:
+    """The tokens of ``auth_tokens_file``, read at once (ConfigError on a malformed file, which
+    refuses the start) and again whenever the file changes (see the module rules)."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        check_interval_s: float = RELOAD_CHECK_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = path
+        self._check_interval_s = check_interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        # The stamp is taken before the read: a change made during the read differs from it,
+        # so the next check reads the file again.
+        self._stamp: _Stamp | None = self._stamp_or_none()
+        self._clients = load_tokens(path)
+        self._known = _encoded(self._clients)
+        self._checked_at_s = clock()
+
+    def _stamp_or_none(self) -> _Stamp | None:
+        try:
+            return _stamp(self.path)
+        except OSError:
+            return None
+
+    def clients(self) -> tuple[tuple[str, bytes], ...]:
+        """(client name, token in UTF-8) of every known client, after a reload when the file
+        changed; cheap between checks (one clock read), and never blocked by another call's
+        reload."""
+        if self._clock() - self._checked_at_s < self._check_interval_s:
+            return self._known
+        if not self._lock.acquire(blocking=False):
+            return self._known  # another call is checking right now
+        try:
+            if self._clock() - self._checked_at_s >= self._check_interval_s:
+                self._reload_if_changed()
+                self._checked_at_s = self._clock()
+        finally:
+            self._lock.release()
+        return self._known
+
+    def _reload_if_changed(self) -> None:
+        stamp = self._stamp_or_none()
+        if stamp == self._stamp:
+            return
+        # Remembered even when this version is bad: it is reported once, not every second.
+        self._stamp = stamp
+        try:
+            clients = load_tokens(self.path)
+        except ConfigError as error:
+            _log.warning(
+                "client tokens not reloaded (the previous ones stay, %d clients): %s",
+                len(self._clients),
+                error,
+            )
+            return
+        added = sorted(set(clients) - set(self._clients))
+        removed = sorted(set(self._clients) - set(clients))
+        changed = sorted(
+            name
+            for name in set(clients) & set(self._clients)
+            if clients[name] != self._clients[name]
+        )
+        self._clients = clients
+        self._known = _encoded(clients)
+        _log.info(
+            "client tokens reloaded from %s: %d clients; added: %s; removed: %s; new token: %s",
+            self.path,
+            len(clients),
+            ", ".join(added) or "none",
+            ", ".join(removed) or "none",
+            ", ".join(changed) or "none",
+        )
+
+
+def _encoded(clients: dict[str, str]) -> tuple[tuple[str, bytes], ...]:
+    return tuple((name, token.encode()) for name, token in clients.items())
+
+
 class TokenCheck(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Refuses client-port calls without a known bearer token (see the module rules)."""
+    """Refuses client-port calls without a known bearer token (see the module rules); the
+    tokens are ``tokens``' current ones at each call."""
 
-    def __init__(self, tokens: Mapping[str, str]) -> None:
-        self._tokens = [token.encode() for token in tokens.values()]
+    def __init__(self, tokens: TokenFile) -> None:
+        self._tokens = tokens
 
-    def _known(self, presented: str) -> bool:
+    def client_of(self, presented: str) -> str | None:
+        """The name of the client whose token ``presented`` is; None for an unknown one."""
         given = presented.encode()
+        found = None
         # Every token is compared, so the time does not depend on which one matched.
-        return sum(hmac.compare_digest(given, token) for token in self._tokens) > 0
+        for name, token in self._tokens.clients():
+            if hmac.compare_digest(given, token):
+                found = name
+        return found
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         handler = continuation(details)
@@ -73,7 +183,9 @@ class TokenCheck(grpc.ServerInterceptor):  # type: ignore[misc]
             return handler
         metadata = dict(details.invocation_metadata or ())
         header = str(metadata.get("authorization", ""))
-        if header[: len(_BEARER)].lower() == _BEARER and self._known(header[len(_BEARER) :]):
+        if header[: len(_BEARER)].lower() == _BEARER and (
+            self.client_of(header[len(_BEARER) :]) is not None
+        ):
             return handler
         reason = "a bearer token" if not header else "a known bearer token"
         return _refusing(handler, f"this node requires {reason} (authorization metadata)")
