@@ -16,16 +16,19 @@ from raftlog.client.errors import (
     InvalidArgumentError,
     NotFoundError,
     NotLeaderError,
+    PermissionDeniedError,
     PreconditionFailedError,
     RaftlogError,
     ResourceExhaustedError,
     SequenceForgottenError,
     SequenceGapError,
+    UnauthenticatedError,
     UnavailableError,
     UnknownOutcomeError,
     from_rpc_error,
 )
 from raftlog.client.messages import (
+    AclRule,
     ClusterStatus,
     LeaderInfo,
     Member,
@@ -42,6 +45,7 @@ from raftlog.client.retry import RetryPolicy
 from raftlog.client.tls import ClientTls
 
 __all__ = [
+    "AclRule",
     "Admin",
     "ClientTls",
     "ClusterStatus",
@@ -56,6 +60,7 @@ __all__ = [
     "NotFoundError",
     "NotLeaderError",
     "OutgoingMessage",
+    "PermissionDeniedError",
     "PreconditionFailedError",
     "Producer",
     "QueueInfo",
@@ -68,6 +73,7 @@ __all__ = [
     "TopicCreation",
     "TopicDescription",
     "TopicInfo",
+    "UnauthenticatedError",
     "UnavailableError",
     "UnknownOutcomeError",
     "from_rpc_error",

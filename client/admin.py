@@ -1,5 +1,5 @@
-"""Operators' calls: topics, cluster status, leadership transfer, membership changes, and
-message queries.
+"""Operators' calls: topics, cluster status, leadership transfer, membership changes, access
+rules, and message queries.
 
 Rules this module keeps: writes (create_topic, transfer_leadership, membership changes) go to
 the leader through redirects and are retried only when nothing was written (a refused
@@ -15,6 +15,7 @@ from typing import Any
 
 from raftlog.client.connection import Connection
 from raftlog.client.messages import (
+    AclRule,
     ClusterStatus,
     LeaderInfo,
     Member,
@@ -250,6 +251,47 @@ class Admin:
             idempotent=True,
         )
         return Message.from_proto(response.message)
+
+    def grant_acl(
+        self, subject: str, topic_pattern: str, permissions: Sequence[str]
+    ) -> list[AclRule]:
+        """Let ``subject`` (a client name, or "*") do ``permissions`` ("produce", "consume",
+        "admin", "all") on ``topic_pattern``; returns the subject's rules."""
+        return self._change_acl(subject, topic_pattern, permissions, revoke=False)
+
+    def revoke_acl(
+        self, subject: str, topic_pattern: str, permissions: Sequence[str] = ()
+    ) -> list[AclRule]:
+        """Take ``permissions`` (none named: all) on ``topic_pattern`` from ``subject``;
+        returns the subject's rules."""
+        return self._change_acl(subject, topic_pattern, permissions, revoke=True)
+
+    def _change_acl(
+        self, subject: str, topic_pattern: str, permissions: Sequence[str], *, revoke: bool
+    ) -> list[AclRule]:
+        request = client_pb2.ChangeAclRequest(
+            subject=subject, topic_pattern=topic_pattern, permissions=permissions, revoke=revoke
+        )
+        # Granting and revoking are idempotent on the server: safe to retry after an unknown
+        # outcome.
+        response = self._call(
+            "AccessControl", "ChangeAcl", request, leader_only=True, write=True, idempotent=True
+        )
+        return [AclRule.from_proto(rule) for rule in response.rules]
+
+    def list_acls(self, subject: str | None = None, *, address: str | None = None) -> list[AclRule]:
+        """Every access rule (or ``subject``'s), sorted, as ``address`` (default: the believed
+        leader, else any member) applied them."""
+        response = self._call(
+            "AccessControl",
+            "ListAcls",
+            client_pb2.ListAclsRequest(subject=subject or ""),
+            leader_only=False,
+            write=False,
+            idempotent=True,
+            address=address,
+        )
+        return [AclRule.from_proto(rule) for rule in response.rules]
 
     def close(self) -> None:
         """Close the connection (if this Admin opened it)."""

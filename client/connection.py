@@ -55,6 +55,7 @@ _STUB_CLASSES: dict[str, Any] = {
     "Producer": client_pb2_grpc.ProducerStub,
     "Consumer": client_pb2_grpc.ConsumerStub,
     "Admin": client_pb2_grpc.AdminStub,
+    "AccessControl": client_pb2_grpc.AccessControlStub,
 }
 
 

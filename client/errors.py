@@ -145,6 +145,16 @@ class SequenceGapError(RaftlogError):
     was written. Resend the earlier batches first, in order."""
 
 
+class UnauthenticatedError(RaftlogError):
+    """The member cannot tell who the client is (UNAUTHENTICATED: no token or certificate, or
+    an unknown one). Nothing was written; fix the credentials."""
+
+
+class PermissionDeniedError(RaftlogError):
+    """The client is known but no access rule lets it do this (PERMISSION_DENIED). Nothing was
+    written; an operator grants it with `raftlog acl grant`."""
+
+
 class InternalError(RaftlogError):
     """A server bug or corruption found on disk (INTERNAL, UNKNOWN, DATA_LOSS...)."""
 
@@ -234,4 +244,8 @@ def from_rpc_error(
         )
     if code == grpc.StatusCode.OUT_OF_RANGE:
         return SequenceGapError(text, code=code, address=address)
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return UnauthenticatedError(text, code=code, address=address)
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        return PermissionDeniedError(text, code=code, address=address)
     return InternalError(f"{code.name}: {text}", code=code, address=address)

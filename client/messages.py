@@ -365,6 +365,21 @@ class Member:
 
 
 @dataclass(frozen=True, slots=True)
+class AclRule:
+    """``subject`` may do ``permissions`` ("admin", "consume", "produce") on the topics
+    ``topic_pattern`` names (a topic, a prefix ending in "*", or "*")."""
+
+    subject: str
+    topic_pattern: str
+    permissions: tuple[str, ...]
+
+    @classmethod
+    def from_proto(cls, rule: Any) -> AclRule:
+        """Build from a ``raftlog.v1.AclRule``."""
+        return cls(rule.subject, rule.topic_pattern, tuple(rule.permissions))
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterStatus:
     """The cluster as one member (``node_id``) sees it. ``leader_id`` is "" when no leader
     is known. ``replication`` is "raft" or "master-slave"; in master-slave mode the leader is

@@ -47,6 +47,8 @@ REQUEST_LIMIT_FIELDS = (
 PEER_PORT_OFFSET = 1000
 
 _ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+CLIENT_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+"""A client's name in access rules: a tokens file's name or a certificate's common name."""
 # A DNS name or IPv4 literal; IPv6 literals are written in brackets and checked apart.
 _HOST_PATTERN = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
 _IPV6_PATTERN = re.compile(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?")
@@ -205,6 +207,11 @@ class NodeConfig:
     # -- client authentication (docs/security.md): a file of "name:token" lines; with it, every
     # client-port call needs "authorization: Bearer <token>" (health excepted). None = open.
     auth_tokens_file: str | None = None
+    # -- access control (docs/security.md): enforce the replicated access rules on the client
+    # port (it needs auth_tokens_file or tls_client_auth_enable to tell clients apart);
+    # acl_superusers: comma-separated client names allowed everything (they make the rules).
+    acl_enable: bool = False
+    acl_superusers: str | None = None
 
     def __post_init__(self) -> None:
         check_id("node_id", self.node_id)
@@ -328,6 +335,17 @@ class NodeConfig:
             )
         if self.tls_client_auth_enable and not self.tls_enabled:
             raise ConfigError("tls_client_auth_enable: needs TLS (tls_cert_file and the others)")
+        if self.acl_enable and not (self.auth_tokens_file or self.tls_client_auth_enable):
+            raise ConfigError(
+                "acl_enable: needs auth_tokens_file or tls_client_auth_enable, so the node can "
+                "tell clients apart"
+            )
+        for name in self.superusers:
+            if not CLIENT_NAME_PATTERN.fullmatch(name):
+                raise ConfigError(
+                    f"acl_superusers: {name!r} is not a client name (1..64 characters from "
+                    "[A-Za-z0-9_.@-])"
+                )
 
     @property
     def tls_enabled(self) -> bool:
@@ -392,6 +410,13 @@ class NodeConfig:
             raise ConfigError(
                 f"join_timeout_ms: {self.join_timeout_ms!r} must be a positive integer"
             )
+
+    @property
+    def superusers(self) -> tuple[str, ...]:
+        """The client names ``acl_superusers`` lists (none when it is unset)."""
+        if self.acl_superusers is None:
+            return ()
+        return tuple(n.strip() for n in self.acl_superusers.split(",") if n.strip())
 
     @property
     def join_addresses(self) -> tuple[str, ...]:

@@ -47,6 +47,7 @@ _OPTIONAL_FIELDS = frozenset(
         "tls_cert_file",
         "tls_key_file",
         "auth_tokens_file",
+        "acl_superusers",
     }
 )
 

@@ -1,7 +1,7 @@
-"""Control commands: the node's own replicated state (topics, consumer-group offsets, the
-idempotent producers' sequences), carried through the replicated log as records of one system
-topic: in Raft entries (replication = "raft"), or in the CommitLog bytes a master streams to
-its slaves (replication = "master-slave").
+"""Control commands: the node's own replicated state (topics, consumer-group offsets, access
+rules, the idempotent producers' sequences), carried through the replicated log as records of
+one system topic: in Raft entries (replication = "raft"), or in the CommitLog bytes a master
+streams to its slaves (replication = "master-slave").
 
 Why records and not a third entry kind: the CommitLog entry payload is a sequence of message
 records (raft_entry.py), which the store dispatches without knowing Raft. A command written as
@@ -10,7 +10,7 @@ a dense queue offset, replicated byte-identically, and readable for audit like K
 ``__consumer_offsets``. Applying a committed entry costs one look at its FIRST record's topic.
 
 Layout of an entry payload:
-- ``CreateTopic`` or ``CommitOffsets``: exactly one control record.
+- ``CreateTopic``, ``CommitOffsets`` or ``ChangeAccess``: exactly one control record.
 - an idempotent produce: one ``ProduceMarker`` record first, then the batch's records; the
   marker is applied with the batch (same entry: atomic).
 - a plain produce: only the batch's records.
@@ -54,7 +54,20 @@ class ProduceMarker:
     sequence: int
 
 
-ControlCommand = CreateTopic | CommitOffsets | ProduceMarker
+@dataclass(frozen=True, slots=True)
+class ChangeAccess:
+    """Grant (or ``revoke``) ``permissions`` on ``topic_pattern`` to ``subject`` (an access
+    rule; node/security/access.py says what it means)."""
+
+    subject: str
+    topic_pattern: str
+    permissions: tuple[str, ...]
+    revoke: bool
+
+
+ControlCommand = CreateTopic | CommitOffsets | ProduceMarker | ChangeAccess
+StoreCommand = CreateTopic | CommitOffsets | ChangeAccess
+"""The commands every replica applies to its store (the rest belong to the write path)."""
 
 
 def is_reserved_topic(topic: str) -> bool:
@@ -74,6 +87,14 @@ def control_message(command: ControlCommand) -> Message:
             "op": "commit_offsets",
             "group": command.group,
             "offsets": [list(offset) for offset in command.offsets],
+        }
+    elif isinstance(command, ChangeAccess):
+        body = {
+            "op": "change_access",
+            "subject": command.subject,
+            "topic_pattern": command.topic_pattern,
+            "permissions": list(command.permissions),
+            "revoke": command.revoke,
         }
     else:
         body = {"op": "produce", "producer_id": command.producer_id, "sequence": command.sequence}
@@ -106,16 +127,29 @@ def decode_command(body: bytes) -> ControlCommand:
             return CommitOffsets(str(fields["group"]), offsets)
         if op == "produce":
             return ProduceMarker(str(fields["producer_id"]), int(fields["sequence"]))
+        if op == "change_access":
+            permissions = tuple(str(name) for name in fields["permissions"])
+            return ChangeAccess(
+                str(fields["subject"]),
+                str(fields["topic_pattern"]),
+                permissions,
+                bool(fields["revoke"]),
+            )
     except (KeyError, TypeError, json.JSONDecodeError) as error:
         raise ValueError(f"malformed control record: {error}") from error
     raise ValueError(f"unknown control operation {op!r}")
 
 
-def apply_to_store(store: MessageStore, command: CreateTopic | CommitOffsets) -> None:
-    """Apply a topic or offset command to ``store`` (what every replica does in log order).
-    Raises the store's errors; the caller decides how a replica that disagrees reacts."""
+def apply_to_store(store: MessageStore, command: StoreCommand) -> None:
+    """Apply a topic, offset or access command to ``store`` (what every replica does in log
+    order). Raises the store's errors; the caller decides how a replica that disagrees
+    reacts."""
     if isinstance(command, CreateTopic):
         store.create_topic(command.topic, command.queue_count)
+    elif isinstance(command, ChangeAccess):
+        store.access_rules.change(
+            command.subject, command.topic_pattern, command.permissions, revoke=command.revoke
+        )
     else:
         for topic, queue_id, queue_offset in command.offsets:
             store.commit_consumer_offset(command.group, topic, queue_id, queue_offset)

@@ -31,6 +31,7 @@ from raftlog.node.metrics import NodeMetrics
 from raftlog.node.peer.dialer import PeerDialer
 from raftlog.node.replication.member import RaftMember
 from raftlog.node.replication.replica import Replica
+from raftlog.node.security.access import AccessPolicy
 from raftlog.node.security.tls import node_tls
 from raftlog.node.security.tokens import TokenFile
 from raftlog.node.server import NodeServer
@@ -103,6 +104,9 @@ class Node:
                 self.metrics,
                 tls,
                 TokenFile(config.auth_tokens_file) if config.auth_tokens_file else None,
+                AccessPolicy(self.store.access_rules, config.superusers)
+                if config.acl_enable
+                else None,
             )
         except BaseException:
             if self.metrics is not None:

@@ -21,6 +21,8 @@ from grpc_reflection.v1alpha import reflection
 
 from raftlog.node.membership import Membership
 from raftlog.node.metrics import NodeMetrics
+from raftlog.node.security.access import AccessPolicy
+from raftlog.node.security.acl_check import AclCheck
 from raftlog.node.security.tls import NodeTls
 from raftlog.node.security.tokens import TokenCheck, TokenFile
 from raftlog.node.services.client_api import ClientServices, add_client_services
@@ -48,6 +50,7 @@ CLIENT_SERVICE_NAMES = (
     client_pb2.DESCRIPTOR.services_by_name["Producer"].full_name,
     client_pb2.DESCRIPTOR.services_by_name["Consumer"].full_name,
     client_pb2.DESCRIPTOR.services_by_name["Admin"].full_name,
+    client_pb2.DESCRIPTOR.services_by_name["AccessControl"].full_name,
 )
 
 
@@ -65,10 +68,20 @@ class NodeServer:
         metrics: NodeMetrics | None = None,
         tls: NodeTls | None = None,
         tokens: TokenFile | None = None,
+        access: AccessPolicy | None = None,
     ) -> None:
         interceptors = (*((metrics.rpc,) if metrics is not None else ()), RequestGuard())
-        # Tokens guard the client port only: the peer port is mTLS's.
-        client_interceptors = (TokenCheck(tokens), *interceptors) if tokens else interceptors
+        # Tokens and access rules guard the client port only: the peer port is mTLS's. The
+        # access check runs inside the request guard, so it only sees requests that parsed.
+        token_check = TokenCheck(tokens) if tokens else None
+        client_interceptors: list[grpc.ServerInterceptor] = [*interceptors]
+        if token_check is not None:
+            client_interceptors.insert(0, token_check)
+        if access is not None:
+            client_of = token_check.client_of if token_check is not None else None
+            client_interceptors.append(
+                AclCheck(access, client_of, lambda: write_path.cluster_view().role == "leader")
+            )
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=_MAX_CLIENT_WORKERS, thread_name_prefix="grpc"),
             options=_SERVER_OPTIONS,

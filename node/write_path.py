@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from raftlog.node.control import ChangeAccess
 from raftlog.store.message_store import Message, PutResult
 from raftlog.store.topic_config import TopicConfig
 
@@ -125,6 +126,10 @@ class WritePath(Protocol):
     ) -> tuple[TopicConfig, bool]:
         """Create a topic through the log; returns its config and whether it was created now
         (False: it existed with this queue count). A different queue count is an error."""
+        ...
+
+    def change_access(self, change: ChangeAccess, *, timeout_s: float) -> None:
+        """Change an access rule through the log; applied on this node when it returns."""
         ...
 
     def transfer_leadership(self, target_id: str | None, *, timeout_s: float) -> ClusterView:

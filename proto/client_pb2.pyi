@@ -523,3 +523,43 @@ class TransferLeadershipResponse(_message.Message):
     leader_address: str
     term: int
     def __init__(self, leader_id: _Optional[str] = ..., leader_address: _Optional[str] = ..., term: _Optional[int] = ...) -> None: ...
+
+class AclRule(_message.Message):
+    __slots__ = ("subject", "topic_pattern", "permissions")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    PERMISSIONS_FIELD_NUMBER: _ClassVar[int]
+    subject: str
+    topic_pattern: str
+    permissions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, subject: _Optional[str] = ..., topic_pattern: _Optional[str] = ..., permissions: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ChangeAclRequest(_message.Message):
+    __slots__ = ("subject", "topic_pattern", "permissions", "revoke")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    PERMISSIONS_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_FIELD_NUMBER: _ClassVar[int]
+    subject: str
+    topic_pattern: str
+    permissions: _containers.RepeatedScalarFieldContainer[str]
+    revoke: bool
+    def __init__(self, subject: _Optional[str] = ..., topic_pattern: _Optional[str] = ..., permissions: _Optional[_Iterable[str]] = ..., revoke: _Optional[bool] = ...) -> None: ...
+
+class ChangeAclResponse(_message.Message):
+    __slots__ = ("rules",)
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    rules: _containers.RepeatedCompositeFieldContainer[AclRule]
+    def __init__(self, rules: _Optional[_Iterable[_Union[AclRule, _Mapping]]] = ...) -> None: ...
+
+class ListAclsRequest(_message.Message):
+    __slots__ = ("subject",)
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    subject: str
+    def __init__(self, subject: _Optional[str] = ...) -> None: ...
+
+class ListAclsResponse(_message.Message):
+    __slots__ = ("rules",)
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    rules: _containers.RepeatedCompositeFieldContainer[AclRule]
+    def __init__(self, rules: _Optional[_Iterable[_Union[AclRule, _Mapping]]] = ...) -> None: ...

@@ -891,3 +891,135 @@ class Admin:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class AccessControlStub:
+    """Who may do what (docs/security.md, "Access control"). Rules are kept through the replicated
+    log like topics, so every member enforces the same ones. Both calls need the `admin`
+    permission on `*` (or a superuser) when the node enforces ACLs; Change is served by the
+    leader (FAILED_PRECONDITION + NotLeader elsewhere), List by any member from its own view.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.ChangeAcl = channel.unary_unary(
+                '/raftlog.v1.AccessControl/ChangeAcl',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.ChangeAclRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.ChangeAclResponse.FromString,
+                _registered_method=True)
+        self.ListAcls = channel.unary_unary(
+                '/raftlog.v1.AccessControl/ListAcls',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.ListAclsRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.ListAclsResponse.FromString,
+                _registered_method=True)
+
+
+class AccessControlServicer:
+    """Who may do what (docs/security.md, "Access control"). Rules are kept through the replicated
+    log like topics, so every member enforces the same ones. Both calls need the `admin`
+    permission on `*` (or a superuser) when the node enforces ACLs; Change is served by the
+    leader (FAILED_PRECONDITION + NotLeader elsewhere), List by any member from its own view.
+    """
+
+    def ChangeAcl(self, request, context):
+        """Grant `permissions` on `topic_pattern` to `subject`, or revoke them (`revoke`; no
+        permissions = all of them). Idempotent. Answers the subject's rules afterwards. Errors:
+        INVALID_ARGUMENT (bad subject, pattern or permission), FAILED_PRECONDITION (not leader),
+        PERMISSION_DENIED, UNAVAILABLE, DEADLINE_EXCEEDED (unknown outcome: list the rules).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAcls(self, request, context):
+        """Every rule, or one subject's ("" = all), sorted by subject then pattern.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_AccessControlServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'ChangeAcl': grpc.unary_unary_rpc_method_handler(
+                    servicer.ChangeAcl,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.ChangeAclRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.ChangeAclResponse.SerializeToString,
+            ),
+            'ListAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAcls,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.ListAclsRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.ListAclsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'raftlog.v1.AccessControl', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('raftlog.v1.AccessControl', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class AccessControl:
+    """Who may do what (docs/security.md, "Access control"). Rules are kept through the replicated
+    log like topics, so every member enforces the same ones. Both calls need the `admin`
+    permission on `*` (or a superuser) when the node enforces ACLs; Change is served by the
+    leader (FAILED_PRECONDITION + NotLeader elsewhere), List by any member from its own view.
+    """
+
+    @staticmethod
+    def ChangeAcl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.AccessControl/ChangeAcl',
+            raftlog_dot_v1_dot_client__pb2.ChangeAclRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.ChangeAclResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.AccessControl/ListAcls',
+            raftlog_dot_v1_dot_client__pb2.ListAclsRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.ListAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

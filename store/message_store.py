@@ -52,6 +52,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from raftlog.store.access_rules import AccessRules
 from raftlog.store.checkpoint import (
     Checkpoint,
     load_checkpoint,
@@ -161,6 +162,7 @@ class MessageStore:
             self._topics = TopicTable(fs, root, config.limits)
             self._writer, self._reader = self._halves(config, store_host, now_ms)
             self._consumer_offsets = ConsumerOffsets(fs, root)
+            self.access_rules = AccessRules(fs, root)
             self._dispatcher = Dispatcher(
                 self._commit_log,
                 self._consume_queue,

@@ -33,8 +33,7 @@ import grpc
 
 from raftlog.node.control import (
     CONTROL_TOPIC,
-    CommitOffsets,
-    CreateTopic,
+    ProduceMarker,
     apply_to_store,
     control_command_of,
 )
@@ -193,7 +192,7 @@ class SlaveReplicator:
         for record in records:
             if record.topic == CONTROL_TOPIC:
                 command = control_command_of(data[position : position + record.size])
-                if command is not None and isinstance(command[0], (CreateTopic, CommitOffsets)):
+                if command is not None and not isinstance(command[0], ProduceMarker):
                     try:
                         apply_to_store(self._store, command[0])
                     except StoreError as error:

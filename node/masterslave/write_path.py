@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from raftlog.node.control import (
+    ChangeAccess,
     CommitOffsets,
     ControlCommand,
     CreateTopic,
@@ -191,7 +192,7 @@ class MasterSlaveWritePath:
         """Write ``command`` as a control record, apply it here, wait like a produce (its
         replication status, without a ProduceOutcome's timestamp read)."""
         master = self._require_master()
-        assert isinstance(command, CreateTopic | CommitOffsets)
+        assert not isinstance(command, ProduceMarker)
         results = self._store.put_messages([control_message(command)])
         apply_to_store(self._store, command)
         self.notify_visible()
@@ -228,6 +229,10 @@ class MasterSlaveWritePath:
             return existing, False
         self._control(CreateTopic(topic, queue_count), timeout_s)
         return self._store.describe_topic(topic), True
+
+    def change_access(self, change: ChangeAccess, *, timeout_s: float) -> None:
+        self._require_master()
+        self._control(change, timeout_s)
 
     def transfer_leadership(self, target_id: str | None, *, timeout_s: float) -> ClusterView:
         raise InvalidRequestError(

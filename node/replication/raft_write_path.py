@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 
 from raftlog.node.control import (
+    ChangeAccess,
     CommitOffsets,
     ControlCommand,
     CreateTopic,
@@ -220,6 +221,10 @@ class RaftWritePath:
             return existing, False
         self._control(CreateTopic(topic, queue_count), timeout_s)
         return self._store.describe_topic(topic), True
+
+    def change_access(self, change: ChangeAccess, *, timeout_s: float) -> None:
+        self._check_leader_now(wait_s=timeout_s)
+        self._control(change, timeout_s)
 
     def transfer_leadership(self, target_id: str | None, *, timeout_s: float) -> ClusterView:
         self._check_leader_now()

@@ -1,7 +1,8 @@
-"""Registers a node's client API (Producer, Consumer, Admin; client.proto) on a gRPC server.
+"""Registers a node's client API (Producer, Consumer, Admin, AccessControl; client.proto) on a
+gRPC server.
 
 Rules this module keeps:
-- All three services are served by every node on the same server (client.proto): one call
+- All four services are served by every node on the same server (client.proto): one call
   registers them together, over the same store, write path and limits.
 - The node stops the services (``ClientServices.stop``: ends long polls) before it stops the
   gRPC server, so the server's grace period is not spent in polls.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import grpc
 
 from raftlog.node.membership import Membership
+from raftlog.node.services.access_control import AccessControlService
 from raftlog.node.services.admin import AdminService
 from raftlog.node.services.consumer import ConsumerService
 from raftlog.node.services.limits import ServiceLimits
@@ -30,6 +32,7 @@ class ClientServices:
     producer: ProducerService
     consumer: ConsumerService
     admin: AdminService
+    access_control: AccessControlService
 
     def stop(self) -> None:
         self.consumer.stop()
@@ -44,7 +47,7 @@ def add_client_services(
     *,
     metrics_url: str = "",
 ) -> ClientServices:
-    """Build the three servicers and add them to ``server`` (before ``server.start()``);
+    """Build the four servicers and add them to ``server`` (before ``server.start()``);
     ``membership``: the node's membership changes (None: the Admin RPCs for them refuse);
     ``metrics_url``: the node's Prometheus endpoint, which ClusterStatus reports ("" = none)."""
     limits = limits if limits is not None else ServiceLimits()
@@ -52,8 +55,10 @@ def add_client_services(
         producer=ProducerService(store, write_path, limits),
         consumer=ConsumerService(store, write_path, limits),
         admin=AdminService(store, write_path, limits, membership, metrics_url),
+        access_control=AccessControlService(store.access_rules, write_path, limits),
     )
     client_pb2_grpc.add_ProducerServicer_to_server(services.producer, server)  # type: ignore[no-untyped-call]
     client_pb2_grpc.add_ConsumerServicer_to_server(services.consumer, server)  # type: ignore[no-untyped-call]
     client_pb2_grpc.add_AdminServicer_to_server(services.admin, server)  # type: ignore[no-untyped-call]
+    client_pb2_grpc.add_AccessControlServicer_to_server(services.access_control, server)  # type: ignore[no-untyped-call]
     return services

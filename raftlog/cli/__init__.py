@@ -4,7 +4,8 @@ Rules: every subcommand imports its implementation lazily (start-up stays fast),
 readable errors to stderr and exits non-zero on failure (2 usage/configuration, 1 operation
 failed, 3 unknown outcome; see common.py); no traceback for operating errors. One module per
 command group: node.py (node start), health.py (node health), cluster.py (cluster
-up/down/status), member.py (member list/add/remove/promote), client.py (topic, produce,
+up/down/status), member.py (member list/add/remove/promote), acl.py (acl grant/revoke/list:
+access rules), client.py (topic, produce,
 consume, query, leader), certs.py (certs init/issue: a development CA), chaos.py (chaos run,
 chaos check), testing.py (testing sweep: what dead test runs left in Docker), pipeline.py
 (pipeline <job>: the Spark jobs) and demo.py (the single-node store demonstration).
@@ -17,6 +18,7 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from raftlog.cli import acl as cli_acl
     from raftlog.cli import certs as cli_certs
     from raftlog.cli import chaos as cli_chaos
     from raftlog.cli import client as cli_client
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_health.add_parser(commands)
     cli_cluster.add_parser(commands)
     cli_member.add_parser(commands)
+    cli_acl.add_parser(commands)
     cli_client.add_parsers(commands)
     cli_certs.add_parser(commands)
     cli_chaos.add_parser(commands)

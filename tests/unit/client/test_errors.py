@@ -54,6 +54,8 @@ def rpc_error(server: FakeServer, timeout_s: float = 5.0) -> grpc.RpcError:
         (grpc.StatusCode.CANCELLED, True, e.UnknownOutcomeError),
         (grpc.StatusCode.INTERNAL, True, e.InternalError),
         (grpc.StatusCode.FAILED_PRECONDITION, True, e.NotLeaderError),
+        (grpc.StatusCode.UNAUTHENTICATED, True, e.UnauthenticatedError),
+        (grpc.StatusCode.PERMISSION_DENIED, True, e.PermissionDeniedError),
     ],
 )
 def test_status_codes(

@@ -239,3 +239,16 @@ def test_data_dir_must_be_writable(tmp_path: Path) -> None:
     locked.mkdir(mode=0o500)
     with pytest.raises(ConfigError, match=r"data_dir: .* is not writable"):
         load_config(None, {}, base(tmp_path, data_dir=str(locked / "n1")))
+
+
+def test_access_control_settings(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="acl_enable: needs auth_tokens_file"):
+        make(tmp_path, acl_enable=True)
+    with pytest.raises(ConfigError, match="acl_superusers: 'a b' is not a client name"):
+        make(tmp_path, acl_superusers="root, a b")
+    config = load_config(
+        None,
+        {"RAFTLOG_ACL_ENABLE": "true", "RAFTLOG_ACL_SUPERUSERS": "root, ops"},
+        {**base(tmp_path), "auth_tokens_file": str(tmp_path / "tokens")},
+    )
+    assert config.acl_enable and config.superusers == ("root", "ops")
