@@ -5,7 +5,8 @@ clients, ``admin`` the superuser), through the typed client and the `raftlog acl
 - a refused call is PERMISSION_DENIED naming the client and the permission, writes nothing and
   never moves the Raft term; a revoke takes effect on the next call;
 - rules travel through the log: every member lists the same ones, also after a restart;
-- the CLI checks permissions before sending (exit 2), relays refusals (exit 1).
+- the CLI checks permissions before sending (exit 2), relays refusals (exit 1);
+- with mTLS and no tokens, a client certificate's common name is the subject.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from raftlog.client import (
     AclRule,
     Admin,
+    ClientTls,
     Connection,
     Consumer,
     InvalidArgumentError,
@@ -30,6 +32,7 @@ from raftlog.client import (
     Producer,
 )
 from raftlog.proto import client_pb2
+from raftlog.testing import dev_ca
 from raftlog.testing.local_cluster import CLIENT_NAME, LocalCluster
 
 TOKENS = {
@@ -202,3 +205,27 @@ def test_the_cli_grants_lists_and_relays_refusals(cluster: LocalCluster, tmp_pat
     assert acl_cli(cluster, CLIENT_NAME, tmp_path, "list", "--subject", "carol").stdout.strip() == (
         "SUBJECT  TOPICS  PERMISSIONS"
     )
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    base = tmp_path_factory.mktemp("acl-mtls")
+    extra = ("--acl-enable", "true", "--acl-superusers", CLIENT_NAME)
+    running = LocalCluster(str(base / "data"), base_port=0, tls=True, extra_args=extra)
+    running.start(45.0)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_a_client_certificate_names_the_subject(tls_cluster: LocalCluster) -> None:
+    cert_file, key_file = dev_ca.issue(tls_cluster.tls_dir, "alice")
+    alice_tls = ClientTls(os.path.join(tls_cluster.tls_dir, "ca.pem"), cert_file, key_file)
+    with Admin(Connection(tls_cluster.addresses, tls=tls_cluster.client_tls)) as root:
+        root.create_topic("orders-eu", 1)
+        with Producer(Connection(tls_cluster.addresses, tls=alice_tls)) as alice:
+            with pytest.raises(PermissionDeniedError, match="'alice' may not produce"):
+                alice.send("orders-eu", b"before the grant")
+            root.grant_acl("alice", "orders-eu", ["produce"])
+            assert alice.send("orders-eu", b"granted").queue_offset == 0
