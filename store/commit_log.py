@@ -29,6 +29,10 @@ Rules this module keeps:
   handles (segment.py), so an fsync never blocks an append.
 - A block never straddles segments; a write is published (``max_offset``) only after its
   bytes are written, so readers never see a half-written item.
+- An append the disk refuses part way (ENOSPC after some bytes, EIO) leaves nothing of itself:
+  what it wrote is cut back, durably, and a segment file it created is removed, before it
+  raises (DiskFullError for a full device). So the next append starts where the refused one
+  did, and no whole record of a refused block can come back in recovery.
 - ``flush`` reads ``max_offset`` *before* fsyncing and publishes it as ``flushed_offset`` only
   after every fsync (and the directory sync for new segment files) succeeded, and only if no
   truncation happened meanwhile. A failed fsync is sticky (FlushFailedError forever after):
@@ -50,6 +54,7 @@ only that each record is where and as long as its unit says; its reader checks t
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import threading
@@ -57,7 +62,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from raftlog.store.errors import CorruptRecordError, FlushFailedError, InvalidOffsetError
+from raftlog.store.errors import (
+    CorruptRecordError,
+    DiskFullError,
+    FlushFailedError,
+    InvalidOffsetError,
+)
 from raftlog.store.filesystem import FileSystem
 from raftlog.store.record import (
     BLANK_MAGIC,
@@ -220,32 +230,74 @@ class CommitLog:
     def append(self, block: bytes | bytearray | memoryview) -> int:
         """Write ``block`` (one or more complete items) at ``position_for(len(block))``,
         writing an end-of-segment blank first when rolling; returns the block's start. The
-        bytes are not durable until ``flush``."""
+        bytes are not durable until ``flush``. A write the disk refuses leaves nothing of
+        itself behind (``_cut_failed_append``): DiskFullError when the device is full, else
+        the OSError."""
         size = len(block)
         position = self.position_for(size)
         magic = _ITEM_HEAD.unpack_from(block, 0)[1] if size >= _ITEM_HEAD_BYTES else None
         if magic != MESSAGE_MAGIC and magic not in self._envelopes:
             raise CorruptRecordError("block does not start with a message record or envelope")
         current_end = self._max_offset
-        if position != current_end:
-            remaining = position - current_end
-            if remaining >= BLANK_SIZE_BYTES:
-                current = self._segment_at(current_end)
-                with self._files.use(current) as handle:
-                    handle.pwrite(encode_blank(remaining), current_end - current.start_offset)
-        found = self._by_start.get(position - position % self._segment_size_bytes)
-        create = found is None
-        if found is None:
-            with self._lock:
-                segment = self._add_segment(position - position % self._segment_size_bytes)
-                self._dir_dirty = True
-        else:
-            segment = found
-        with self._files.use(segment, create=create) as handle:
-            handle.pwrite(block, position - segment.start_offset)
+        created: Segment | None = None
+        try:
+            if position != current_end:
+                remaining = position - current_end
+                if remaining >= BLANK_SIZE_BYTES:
+                    current = self._segment_at(current_end)
+                    with self._files.use(current) as handle:
+                        handle.pwrite(encode_blank(remaining), current_end - current.start_offset)
+            segment = self._by_start.get(position - position % self._segment_size_bytes)
+            if segment is None:
+                with self._lock:
+                    segment = created = self._add_segment(
+                        position - position % self._segment_size_bytes
+                    )
+                    self._dir_dirty = True
+            with self._files.use(segment, create=created is not None) as handle:
+                handle.pwrite(block, position - segment.start_offset)
+        except OSError as error:
+            self._cut_failed_append(current_end, position, created)
+            if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError(
+                    f"no space left on the device: the commit log could not write {size} "
+                    f"bytes at physical offset {position} ({error.strerror or error}); nothing "
+                    "of the write was kept, and writes resume once space is freed"
+                ) from error
+            raise
         with self._lock:
             self._max_offset = position + size
         return position
+
+    def _cut_failed_append(self, current_end: int, position: int, created: Segment | None) -> None:
+        """Undo what a failed ``append`` wrote: cut the segment holding ``current_end`` back
+        to it (a blank, or part of the block) and the block's segment back to ``position``,
+        syncing each cut, so not even a crash right after brings a record of the refused
+        write back; a segment the append created goes. If a cut fails too, the log
+        acknowledges nothing more (FlushFailedError, as after a failed fsync)."""
+        try:
+            if created is not None:
+                with self._lock:
+                    self._segments.remove(created)
+                    del self._by_start[created.start_offset]
+                    self._timestamps.pop(created, None)
+                self._files.drop(created)
+                if self._fs.exists(created.path):
+                    self._fs.remove(created.path)
+            for end in sorted({current_end, position}):
+                segment = self._by_start.get(end - end % self._segment_size_bytes)
+                if segment is None or segment is created:
+                    continue
+                with self._files.use(segment) as handle:
+                    if handle.size() > end - segment.start_offset:
+                        handle.truncate(end - segment.start_offset)
+                        handle.sync()
+        except (OSError, InvalidOffsetError) as error:
+            self._flush_error = OSError(f"a failed append could not be cut back: {error}")
+            raise FlushFailedError(
+                f"a failed append at physical offset {position} could not be cut back "
+                f"({error}); reopen and recover the store"
+            ) from error
 
     def _add_segment(self, start_offset: int) -> Segment:
         segment = Segment(start_offset, f"{self._directory}/{segment_file_name(start_offset)}")

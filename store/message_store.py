@@ -34,7 +34,8 @@ Rules this module keeps:
   writes the ConsumeQueues' buffered units (write-behind, consume_queue.py) and fsyncs their
   files before it saves that offset.
 - Writes are refused above the disk-full watermark and resume, with no latch, once retention
-  has freed space.
+  has freed space. A write the device itself refuses (ENOSPC part way) is refused the same
+  way (DiskFullError) with nothing of it kept (commit_log.py), and uses no queue offset.
 - A housekeeping thread (``housekeeping_interval_ms``) checkpoints and runs retention, so a
   crash redoes a bounded amount of dispatch; tests turn it off and call both by hand.
 - A SYNC_FLUSH write not durable within ``sync_flush_timeout_s`` raises TimeoutError: it was
@@ -392,7 +393,8 @@ class MessageStore:
         if self._retention.is_disk_full():
             raise DiskFullError(
                 f"disk use {self._retention.disk_usage_ratio():.0%} is above the full watermark "
-                f"{self._config.disk_full_ratio:.0%}; writes resume once retention frees space"
+                f"{self._config.disk_full_ratio:.0%} (disk_full_ratio); nothing was written, "
+                "and writes resume once retention or the operator frees space"
             )
 
     def _write(

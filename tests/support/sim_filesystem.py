@@ -12,6 +12,11 @@ Model (simple, and honest about what a real disk may do):
   size before the data would leave it). The namespace goes back to the durable one. Every open
   handle becomes invalid (OSError), as after a reboot.
 - ``fail_syncs``: make the next ``sync`` calls raise EIO (fault injection).
+- ``capacity_bytes`` (None: unbounded): the disk holds at most this many bytes of file
+  contents. A write that would grow them past it writes the part that fits, as a real
+  ``write(2)`` returns short, then raises ENOSPC (a full disk, mid-write); shrinking a file
+  frees space at once. ``disk_usage_ratio`` stays ``usage_ratio`` whatever the capacity, so
+  watermarks and ENOSPC can be tested apart.
 - Counters (``sync_count``, ``open_handles``) let tests prove group commit and handle bounds.
 
 Thread-safe: one lock around every operation, so the store's flusher thread can use it.
@@ -65,9 +70,17 @@ class SimFileHandle:
     def pwrite(self, data: bytes | bytearray | memoryview, offset: int) -> None:
         with self._fs.lock:
             self._check()
-            op = ("write", offset, bytes(data))
+            payload = bytes(data)
+            fitting = self._fs.bytes_that_fit(len(self._inode.current), offset, len(payload))
+            op = ("write", offset, payload[:fitting])
             self._inode.pending.append(op)
             _apply(self._inode.current, op)
+            if fitting < len(payload):
+                raise OSError(
+                    errno.ENOSPC,
+                    f"{self.path}: no space left on device (wrote {fitting} of "
+                    f"{len(payload)} bytes)",
+                )
 
     def pread(self, size: int, offset: int) -> bytes:
         with self._fs.lock:
@@ -116,6 +129,7 @@ class SimFileSystem:
         self.max_open_handles = 0
         self.fail_syncs = 0
         self.usage_ratio = 0.1
+        self.capacity_bytes: int | None = None
 
     @staticmethod
     def _norm(path: str) -> str:
@@ -199,6 +213,22 @@ class SimFileSystem:
 
     def disk_usage_ratio(self, path: str) -> float:
         return self.usage_ratio
+
+    def used_bytes(self) -> int:
+        """Bytes of file contents the disk holds now (what ``capacity_bytes`` bounds)."""
+        with self.lock:
+            return sum(len(inode.current) for inode in self._files.values())
+
+    def bytes_that_fit(self, file_size: int, offset: int, size: int) -> int:
+        """How many of ``size`` bytes written at ``offset`` into a file of ``file_size``
+        bytes fit within ``capacity_bytes`` (all of them when it is None)."""
+        if self.capacity_bytes is None:
+            return size
+        free = self.capacity_bytes - self.used_bytes()
+        # Bytes below the file's end overwrite what it holds: they need no space.
+        overwritten = max(0, min(size, file_size - offset))
+        growth_room = max(0, free - max(0, offset - file_size))
+        return min(size, overwritten + growth_room)
 
     # ------------------------------------------------------------ test helpers
 
