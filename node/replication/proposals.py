@@ -13,6 +13,8 @@ Rules this module keeps:
   Ready), so a reservation counts every entry ahead of it.
 - A new leader proposes nothing until it applied its first entry of its term (the caller says
   so with ``write_ready``); what arrives before waits in ``deferred``.
+- A leader whose disk refused its last Ready's entries (ready.py) refuses every write with
+  DiskFullError (RESOURCE_EXHAUSTED) until an append succeeds again: nothing is proposed.
 - A write whose proposal was not made when its caller gave up is dropped (the future was
   cancelled: the retry is safe); one that was proposed is answered when its index is applied:
   with its outcome when the entry there is its own, else "unknown outcome" (replaced).
@@ -48,6 +50,7 @@ from raftlog.node.replication.raft_log_storage import RaftLogStorage
 from raftlog.node.write_path import ProduceOutcome
 from raftlog.raft.raw_node import RawNode
 from raftlog.raft.types import Entry, ProposalDroppedError, Role
+from raftlog.store.errors import DiskFullError
 from raftlog.store.message_id import encode_message_id
 from raftlog.store.message_store import BlockEntry, MessageStore, PutResult
 from raftlog.store.record import decode_record
@@ -96,11 +99,22 @@ class Proposals:
 
     # ------------------------------------------------------------------ proposing
 
-    def propose_queued(self, write_ready: bool, now_ms: int) -> None:
-        """Propose every queued write as one batch (see the module docstring)."""
+    def propose_queued(
+        self, write_ready: bool, now_ms: int, disk_full: DiskFullError | None = None
+    ) -> None:
+        """Propose every queued write as one batch (see the module docstring). ``disk_full``:
+        this leader's last Ready could not write its entries; the writes are refused."""
         queued, self.queued = self.queued, []
         if self._node.role is not Role.LEADER:
             self.fail_unproposed(queued)
+            return
+        if disk_full is not None:
+            refusal = DiskFullError(
+                f"write refused, nothing written: this leader cannot write its log ({disk_full})"
+            )
+            for proposal in queued:
+                if proposal.future.set_running_or_notify_cancel():
+                    proposal.future.set_exception(refusal)
             return
         if not write_ready:
             self.deferred.extend(queued)

@@ -19,12 +19,16 @@ Rules this module keeps:
 - Entry placement is a pure function of the previous entry's end, the envelope size and the
   segment size (``next_entry_position``, the same rule as ``CommitLog.position_for``): this is
   what makes replicas that write the same entries in the same order byte-identical.
+- An append the disk refuses part way is cut back, durably, before it raises (DiskFullError
+  for a full device): the files never hold units past ``last_index``, whose value a reopen
+  takes from the last file's size.
 - All file I/O goes through the store's FileSystem; handles open lazily, at most
   ``_MAX_OPEN_FILES`` at once. Single writer.
 """
 
 from __future__ import annotations
 
+import errno
 import struct
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -38,7 +42,7 @@ from raftlog.node.replication.raft_entry import (
     decode_entry_header,
 )
 from raftlog.store.commit_log import CommitLog
-from raftlog.store.errors import CorruptRecordError, StoreError
+from raftlog.store.errors import CorruptRecordError, DiskFullError, StoreError
 from raftlog.store.filesystem import FileHandle, FileSystem
 from raftlog.store.record import BLANK_MAGIC, BLANK_SIZE_BYTES
 from raftlog.store.segment import parse_segment_file_name, segment_file_name
@@ -193,13 +197,25 @@ class RaftIndex:
             f"index append at {first_log_index}, last index is {self._last_index}"
         )
         done = 0
-        for file_start, position, count in self._spans(
-            first_log_index, first_log_index + len(units)
-        ):
-            data = b"".join(_UNIT.pack(*unit) for unit in units[done : done + count])
-            self._handle(file_start, create=True).pwrite(data, position)
-            self._dirty.add(file_start)
-            done += count
+        try:
+            for file_start, position, count in self._spans(
+                first_log_index, first_log_index + len(units)
+            ):
+                data = b"".join(_UNIT.pack(*unit) for unit in units[done : done + count])
+                self._handle(file_start, create=True).pwrite(data, position)
+                self._dirty.add(file_start)
+                done += count
+        except OSError as error:
+            # A full disk part way: the file size says where the index ends when it is
+            # opened again, so what was written of these units goes, durably.
+            self._cut_from(first_log_index)
+            if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError(
+                    f"no space left on the device for the raft index ({error.strerror or error}):"
+                    f" none of entries {first_log_index}..{first_log_index + len(units) - 1} "
+                    "was written, and writes resume once space is freed"
+                ) from error
+            raise
         self._last_index += len(units)
         self._tail.extend(units)
         if len(self._tail) > 2 * _TAIL_UNITS:
@@ -219,6 +235,12 @@ class RaftIndex:
         if log_index > self._last_index:
             return
         assert log_index >= self._first_index, (log_index, self._first_index)
+        self._cut_from(log_index)
+        del self._tail[max(0, log_index - self._tail_first_index) :]
+        self._last_index = log_index - 1
+
+    def _cut_from(self, log_index: int) -> None:
+        """Remove, durably, every byte of the index files from ``log_index``'s unit on."""
         keep_start = self._file_start(log_index)
         doomed = [start for start in self._file_starts() if start > keep_start]
         for file_start in reversed(doomed):
@@ -231,8 +253,6 @@ class RaftIndex:
                 handle.sync()
         if doomed:
             self._fs.sync_dir(self._directory)
-        del self._tail[max(0, log_index - self._tail_first_index) :]
-        self._last_index = log_index - 1
 
     def compact_to(self, first_index: int) -> None:
         """Forget the units below ``first_index`` (deleting files wholly below it); an index

@@ -26,10 +26,13 @@ sending). Two writes are deferred on purpose, because recovery recomputes them:
 - the index is synced every ``_INDEX_SYNC_INTERVAL_ENTRIES`` appended entries and at
   ``close``: it is derived data, recovery re-derives any unit the CommitLog does not confirm
   (see raft_index), and the interval bounds that work.
-Truncations (conflicts, snapshots) are durable when they return. Recovery: the CommitLog
-cuts its torn tail (the caller's ``recover``, or ``RaftLogStorage.open``); the index is then
-checked against it and rebuilt from the last good unit; a hard state whose commit index lies
-past the recovered log is an error (durable entries were lost), never papered over.
+Truncations (conflicts, snapshots) are durable when they return. An ``append`` the disk refuses
+(DiskFullError, or the OSError) appends none of its entries: what it wrote is cut back out of
+the CommitLog and the index, so the log is as before (shorter by a stale tail it replaced).
+Recovery: the CommitLog cuts its torn tail (the caller's ``recover``, or
+``RaftLogStorage.open``); the index is then checked against it and rebuilt from the last good
+unit; a hard state whose commit index lies past the recovered log is an error (durable
+entries were lost), never papered over.
 
 Byte-identical replicas. Where an entry's envelope lands is a pure function of the end of the
 previous entry, the envelope's size and the segment size (``next_entry_position``); a blank
@@ -94,7 +97,7 @@ from raftlog.raft.types import (
     SnapshotMeta,
 )
 from raftlog.store.commit_log import CommitLog
-from raftlog.store.errors import CorruptRecordError
+from raftlog.store.errors import CorruptRecordError, StoreError
 from raftlog.store.filesystem import FileSystem
 from raftlog.store.message_store import COMMIT_LOG_DIR
 
@@ -389,7 +392,9 @@ class RaftLogStorage:
         Durable at the next ``sync``. ValueError (nothing written) when an entry's records
         do not name the physical offsets the entry gets. Call it before ``set_hard_state`` of
         the same Ready: that commit index may cover the entries replacing a stale tail here,
-        and replacing entries at or below the commit index held is refused."""
+        and replacing entries at or below the commit index held is refused. A write the disk
+        refuses (DiskFullError, OSError) appends none of ``entries`` (``_write``); a stale
+        tail it was to replace is gone by then, so the log ends before ``entries[0]``."""
         if not entries:
             return
         first_new_index = entries[0].index
@@ -404,8 +409,11 @@ class RaftLogStorage:
         units, parts = self._encode(entries, self._end_before(first_new_index))
         if first_new_index <= self.last_index():
             self._truncate(first_new_index)
-        self._remember(first_new_index, entries)
+            kept = first_new_index - 1
+            point = self._point.meta
+            self._last_term = point.term if kept == point.index else self._index.unit(kept).log_term
         self._write(first_new_index, units, parts)
+        self._remember(first_new_index, entries)
         last = entries[-1]
         self._last_term = last.term
         self._planned_end_offset = max(self._planned_end_offset, self._log_end_offset)
@@ -476,15 +484,23 @@ class RaftLogStorage:
     def _write(
         self, first_index: int, units: Sequence[IndexUnit], parts: Sequence[tuple[bytes, bytes]]
     ) -> None:
-        """Write placed envelopes with one CommitLog append per run of back-to-back ones."""
-        for start, stop in self._runs(units, self._commit_log.segment_size_bytes):
-            block = b"".join(part for pair in parts[start:stop] for part in pair)
-            written = self._commit_log.append(block)
-            assert written == units[start].physical_offset, (
-                f"the commit log wrote at {written}, the entry was placed at "
-                f"{units[start].physical_offset}"
-            )
-        self._index.append(first_index, units)
+        """Write placed envelopes with one CommitLog append per run of back-to-back ones, then
+        their index units. All or nothing: when the disk refuses a run or the units, the runs
+        already written are cut off again before the error is raised (the CommitLog and the
+        index cut their own partial writes)."""
+        try:
+            for start, stop in self._runs(units, self._commit_log.segment_size_bytes):
+                block = b"".join(part for pair in parts[start:stop] for part in pair)
+                written = self._commit_log.append(block)
+                assert written == units[start].physical_offset, (
+                    f"the commit log wrote at {written}, the entry was placed at "
+                    f"{units[start].physical_offset}"
+                )
+            self._index.append(first_index, units)
+        except (StoreError, OSError):
+            if self._commit_log.max_offset > self._log_end_offset:
+                self._truncate_commit_log(self._log_end_offset)
+            raise
         self._log_end_offset = units[-1].end_physical_offset
 
     def sync(self, flush_entries: bool = True) -> None:

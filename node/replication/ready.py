@@ -19,6 +19,16 @@ One Ready, in this order (the contract in raftlog.raft.types):
    readers never see an uncommitted byte; the listener hears of them (futures resolve);
 8. ``advance``, then the listener's ``advanced`` (read-index answers, write readiness).
 
+A full disk (the Raft log's append refused with DiskFullError, nothing of it written) is not
+fatal: the Ready is done without its entries (``_cut_to_log``). The core keeps them unstable
+and hands them out again with the next Ready, which retries the append (``drain`` stops after
+a refused one, so the loop retries at its own pace); the commit index persisted and the
+entries applied stop at the log this member holds; acknowledgements of entries it does not
+hold are not sent. So nothing unwritten is acknowledged, by a follower (no ack) or a leader
+(no apply, so no answer), and no election follows: heartbeats and their answers still flow.
+``disk_full`` holds the refusal until an append succeeds; a leader refuses new writes with
+it meanwhile (proposals.py).
+
 Rules this module keeps: single-threaded and clock-free (no ``time``, no threads, no gRPC):
 everything that waits or times out is the listener's; the file system is the seam given to
 it (``OsFileSystem`` in a node, ``SimFileSystem`` in the simulation), and messages leave
@@ -30,7 +40,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from raftlog.node.control import (
@@ -45,7 +55,7 @@ from raftlog.node.replication.raft_log_storage import RaftLogStorage
 from raftlog.node.replication.snapshot_install import install_snapshot
 from raftlog.raft.raw_node import RawNode
 from raftlog.raft.types import Entry, EntryType, Message, MessageType, Ready, Role, SnapshotMeta
-from raftlog.store.errors import StoreError
+from raftlog.store.errors import DiskFullError, StoreError
 from raftlog.store.filesystem import FileSystem
 from raftlog.store.message_store import MessageStore
 
@@ -106,6 +116,8 @@ class ReadyHandler:
         self._listener = listener
         self._settings = settings
         self.producers = ProducerTable(settings.producer_retention_ms)
+        # The last Ready's entries could not be written (the disk is full): the refusal.
+        self.disk_full: DiskFullError | None = None
         self.applied_index = raft_log.first_index() - 1
         # The store's dispatch bound: the end of the last applied entry.
         self.visible_end = 0
@@ -113,13 +125,17 @@ class ReadyHandler:
         self.staged_snapshot: tuple[int, int] | None = None
 
     def drain(self) -> None:
-        """Handle Readies until the core has none."""
+        """Handle Readies until the core has none, or one could not write its entries (the
+        disk is full: the next ``drain`` retries them)."""
         node = self._node
         while node.has_ready():
             self.handle(node.ready())
+            if self.disk_full is not None:
+                return
 
-    def handle(self, ready: Ready) -> None:
-        """Steps 1-8 of the module docstring for one Ready."""
+    def handle(self, ready: Ready) -> Ready:
+        """Steps 1-8 of the module docstring for one Ready. Returns the Ready as it was done:
+        ``ready``, or without the entries the disk refused (``_cut_to_log``)."""
         if ready.soft_state is not None:
             self._listener.role_changed(ready)
         messages = ready.messages
@@ -131,28 +147,53 @@ class ReadyHandler:
             messages = [m for m in messages if m.type not in _EARLY_TYPES]
         if ready.snapshot is not None:
             self._install_snapshot(ready.snapshot)
-        self._persist(ready)
+        done = self._persist(ready)
+        if done is not ready:
+            held = self._raft_log.last_index()
+            messages = [m for m in messages if not _acknowledges_past(m, held)]
         self._send(messages)
-        applying = ready.committed_entries
+        applying = done.committed_entries
         if NodePlantedBug.APPLY_BEFORE_COMMIT in self._settings.planted_bugs:
-            applying = _next_after(self.applied_index, [*ready.committed_entries, *ready.entries])
+            applying = _next_after(self.applied_index, [*done.committed_entries, *done.entries])
         if applying:
             self._apply(applying)
-        self._node.advance(ready)
-        self._listener.advanced(ready)
+        self._node.advance(done)
+        self._listener.advanced(done)
+        return done
 
     def _send(self, messages: Sequence[Message]) -> None:
         if messages:
             self._transport.send(messages)
 
-    def _persist(self, ready: Ready) -> None:
+    def _persist(self, ready: Ready) -> Ready:
+        """Steps 4 and 5; returns ``ready``, or what of it was done when the disk refused its
+        entries (``disk_full`` says which)."""
         raft_log = self._raft_log
-        if ready.entries:
-            raft_log.append(ready.entries)
-        if ready.hard_state is not None:
-            raft_log.set_hard_state(ready.hard_state)
-        if ready.must_sync:
+        done = ready
+        if not ready.entries:
+            self.disk_full = None  # nothing waits to be written (any more)
+        else:
+            try:
+                raft_log.append(ready.entries)
+            except DiskFullError as error:
+                if self.disk_full is None:
+                    _log.warning(
+                        "the raft log cannot be written, entries %d..%d wait: %s",
+                        ready.entries[0].index,
+                        ready.entries[-1].index,
+                        error,
+                    )
+                self.disk_full = error
+                done = _cut_to_log(ready, raft_log.last_index())
+            else:
+                if self.disk_full is not None:
+                    _log.warning("the raft log is written again (space was freed)")
+                self.disk_full = None
+        if done.hard_state is not None:
+            raft_log.set_hard_state(done.hard_state)
+        if done.must_sync:
             raft_log.sync(flush_entries=self._settings.fsync_before_ack)
+        return done
 
     def _install_snapshot(self, meta: SnapshotMeta) -> None:
         staged = self.staged_snapshot
@@ -194,6 +235,30 @@ class ReadyHandler:
         except StoreError as error:
             # The leader validated it; a replica that disagrees logs it (same on every replica).
             _log.warning("control command at index %d not applied: %s", entry.index, error)
+
+
+def _cut_to_log(ready: Ready, last_index: int) -> Ready:
+    """``ready`` as a member whose log ends at ``last_index`` can do it: without its entries
+    (the core hands them out again), with the commit index and the committed entries cut
+    there (a durable commit index never points past the durable log)."""
+    hard_state = ready.hard_state
+    if hard_state is not None and hard_state.commit > last_index:
+        hard_state = replace(hard_state, commit=last_index)
+    return replace(
+        ready,
+        entries=[],
+        hard_state=hard_state,
+        committed_entries=[e for e in ready.committed_entries if e.index <= last_index],
+    )
+
+
+def _acknowledges_past(message: Message, last_index: int) -> bool:
+    """Whether ``message`` tells the leader this member holds entries past ``last_index``."""
+    return (
+        message.type is MessageType.APPEND_RESP
+        and not message.reject
+        and message.log_index > last_index
+    )
 
 
 def _next_after(applied_index: int, entries: Sequence[Entry]) -> list[Entry]:

@@ -289,7 +289,9 @@ class Replica:
                         next_tick = now + tick_s
                 self.ready.drain()
                 if self.proposals.queued:
-                    self.proposals.propose_queued(self.write_ready, int(time.time() * 1000))
+                    self.proposals.propose_queued(
+                        self.write_ready, int(time.time() * 1000), self.ready.disk_full
+                    )
                     self.ready.drain()
                 if now - self._view_built_at >= _VIEW_REFRESH_S:
                     self.view = self._build_view()

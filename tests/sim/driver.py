@@ -244,9 +244,10 @@ class NodeDriver:
         for _ in range(READY_ROUNDS_MAX):
             if not node.has_ready():
                 return
-            ready = node.ready()
-            handler.handle(ready)
-            hooks.persisted(self, ready)
+            done = handler.handle(node.ready())
+            hooks.persisted(self, done)
+            if handler.disk_full is not None:
+                return  # the entries wait for space: the next call retries them
         raise ContractViolation(f"{self.node_id} still has a Ready after {READY_ROUNDS_MAX} rounds")
 
     # -- Transport and ReadyListener (the handler's) -----------------------------------------
@@ -329,7 +330,8 @@ class NodeDriver:
         )
         proposal = Proposal(block, block_entries)
         proposals.queued.append(proposal)
-        proposals.propose_queued(self._write_ready, now_ms)
+        assert self.handler is not None
+        proposals.propose_queued(self._write_ready, now_ms, self.handler.disk_full)
         if not self._write_ready:
             proposals.fail_unproposed(proposals.deferred)
             proposals.deferred = []
