@@ -42,6 +42,7 @@ from raftlog.client.messages import (
 )
 from raftlog.client.producer import Producer
 from raftlog.client.retry import RetryPolicy
+from raftlog.client.tag_filter import TagFilter
 from raftlog.client.tls import ClientTls
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "SendResult",
     "SequenceForgottenError",
     "SequenceGapError",
+    "TagFilter",
     "TopicCreation",
     "TopicDescription",
     "TopicInfo",

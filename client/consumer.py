@@ -14,6 +14,8 @@ Rules this module keeps:
 - Pulls ask for the stored records (``return_records``) and decode them here, so the serving
   member does no per-message work; every record's CRCs are verified before a message is
   returned (a corrupt one raises InternalError).
+- A tag filter is checked twice: by the serving member (tag hash, then tag string) and here
+  on the real tag string, so a hash collision never hands over another tag's message.
 - When an answer says more messages are there, the next Pull of that queue is sent at once
   on one prefetch thread (no long poll), so the member reads and sends it while this thread
   decodes; it is used only if the position is still where it was asked from, and a failed or
@@ -24,9 +26,10 @@ Rules this module keeps:
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
@@ -38,8 +41,10 @@ from raftlog.client.errors import (
     RaftlogError,
     UnavailableError,
 )
+from raftlog.client.local_offsets import LocalOffsetStore, default_client_id
 from raftlog.client.messages import Message, messages_from_records
 from raftlog.client.retry import RetryPolicy
+from raftlog.client.tag_filter import ALL_TAGS, TagFilter
 from raftlog.proto import client_pb2
 
 # A long poll on one of several queues is kept short so the others are not starved.
@@ -56,8 +61,19 @@ DEFAULT_MAX_MESSAGES = 1024
 class Consumer:
     """Consumes ``topic`` for consumer ``group``.
 
-    ``queue_ids``: the queues to read (default: all of the topic's queues). ``tags``: only
-    messages with one of these tags (default all). ``max_messages``: per Pull.
+    ``queue_ids``: the queues to read (default: all of the topic's queues). ``tags``: a tag
+    filter expression, ``"*"`` (all, the default) or ``"TagA || TagB"``, or a sequence of
+    tags (client/tag_filter.py; a malformed one raises ValueError here, before any call).
+    ``max_messages``: per Pull.
+
+    ``broadcast=True``: every member of the group reads every message (RocketMQ's
+    BROADCASTING), and each member keeps its own offsets in a local file,
+    ``<offsets_dir>/<client_id>/<group>/<topic>.json``, as RocketMQ's LocalFileOffsetStore
+    does (client/local_offsets.py says why local and not on the cluster). ``client_id``
+    defaults to the host name and ``offsets_dir`` to $RAFTLOG_OFFSETS_DIR or
+    ~/.raftlog_offsets; a restarted member with the same two resumes after what it
+    committed. Two live members with the same client id, group and topic on one host are
+    refused (OffsetsInUseError).
     """
 
     def __init__(
@@ -67,10 +83,13 @@ class Consumer:
         topic: str,
         queue_ids: Sequence[int] | None = None,
         *,
-        tags: Sequence[str] = (),
+        tags: str | Sequence[str] = ALL_TAGS,
         from_beginning: bool = False,
         max_messages: int = DEFAULT_MAX_MESSAGES,
         timeout_s: float = 30.0,
+        broadcast: bool = False,
+        client_id: str | None = None,
+        offsets_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if not group:
             raise ValueError("group is empty")
@@ -79,7 +98,7 @@ class Consumer:
         self.group = group
         self.topic = topic
         self._requested_queue_ids = list(queue_ids) if queue_ids is not None else None
-        self._tags = list(tags)
+        self.tag_filter = TagFilter.parse(tags)
         self._from_beginning = from_beginning
         self._max_messages = max_messages
         self._owns_connection = not isinstance(addresses, Connection)
@@ -98,6 +117,13 @@ class Consumer:
         # caller handles the current one. The pool starts with the first prefetch.
         self._prefetched: dict[int, tuple[int, Future[Any]]] = {}
         self._prefetch_pool: ThreadPoolExecutor | None = None
+        self.broadcast = broadcast
+        # Last: it takes the member's lock on its offsets file, which close() releases.
+        self._local_offsets = (
+            LocalOffsetStore(offsets_dir, client_id or default_client_id(), group, topic)
+            if broadcast
+            else None
+        )
 
     @property
     def positions(self) -> dict[int, int]:
@@ -141,23 +167,28 @@ class Consumer:
         bounds = self._queue_bounds()
         positions = dict(bounds)
         if not self._from_beginning:
-            response = self._call(
-                "Consumer",
-                "FetchOffsets",
-                client_pb2.FetchOffsetsRequest(
-                    group=self.group,
-                    queues=[
-                        client_pb2.QueueRef(topic=self.topic, queue_id=q) for q in sorted(bounds)
-                    ],
-                ),
-                leader_only=True,
-            )
-            for fetched in response.offsets:
-                if fetched.found and fetched.queue_id in positions:
-                    positions[fetched.queue_id] = max(fetched.queue_offset, 0)
-                    self._committed[fetched.queue_id] = fetched.queue_offset
+            for queue_id, offset in self._stored_offsets(sorted(bounds)).items():
+                if queue_id in positions:
+                    positions[queue_id] = max(offset, 0)
+                    self._committed[queue_id] = offset
         self._positions = positions
         return positions
+
+    def _stored_offsets(self, queue_ids: list[int]) -> dict[int, int]:
+        """Queue id -> committed offset: this member's file (broadcast), else the group's
+        offsets on the leader."""
+        if self._local_offsets is not None:
+            return self._local_offsets.load()
+        response = self._call(
+            "Consumer",
+            "FetchOffsets",
+            client_pb2.FetchOffsetsRequest(
+                group=self.group,
+                queues=[client_pb2.QueueRef(topic=self.topic, queue_id=q) for q in queue_ids],
+            ),
+            leader_only=True,
+        )
+        return {f.queue_id: f.queue_offset for f in response.offsets if f.found}
 
     def _pull(self, queue_id: int, offset: int, long_poll_s: float) -> Any:
         request = client_pb2.PullRequest(
@@ -165,7 +196,7 @@ class Consumer:
             queue_id=queue_id,
             queue_offset=offset,
             max_messages=self._max_messages,
-            tags=self._tags,
+            tags=self.tag_filter.pull_tags,
             long_poll_timeout_ms=int(long_poll_s * 1000),
             consumer_group=self.group,
             return_records=True,
@@ -228,7 +259,8 @@ class Consumer:
                 # More is there: ask for it now, so the member reads and sends it while this
                 # answer is decoded (and the caller handles it).
                 self._prefetch(queue_id, response.next_queue_offset)
-            messages = _messages_of(response)
+            # Re-checked here too: a tag that only shares a hash with a wanted one stays out.
+            messages = self.tag_filter.select(_messages_of(response))
             positions[queue_id] = response.next_queue_offset
             return messages
         if status in (
@@ -295,13 +327,24 @@ class Consumer:
 
     # -- positions -------------------------------------------------------------------------
 
-    def commit(self) -> int | None:
-        """Store the positions that changed since the last commit (leader only; retried).
+    def commit(self, offsets: Mapping[int, int] | None = None) -> int | None:
+        """Store the positions that changed since the last commit (leader only; retried),
+        or ``offsets`` (queue id -> the next offset to consume) instead of the positions.
         Returns the Raft index of the commit, or None when nothing changed. Raises
-        UnknownOutcomeError when the answer was lost (committing again is harmless)."""
+        UnknownOutcomeError when the answer was lost (committing again is harmless). In
+        broadcast mode the offsets go to this member's local file and the answer is None."""
         positions = self._start()
+        if offsets is not None:
+            unknown = sorted(set(offsets) - set(positions))
+            if unknown or any(o < 0 for o in offsets.values()):
+                raise ValueError(f"offsets {dict(offsets)} name a queue not read or are < 0")
+            positions = dict(offsets)
         changed = {q: o for q, o in positions.items() if self._committed.get(q) != o}
         if not changed:
+            return None
+        if self._local_offsets is not None:
+            self._local_offsets.save(changed)
+            self._committed.update(changed)
             return None
         request = client_pb2.CommitOffsetsRequest(
             group=self.group,
@@ -363,6 +406,8 @@ class Consumer:
             self._prefetch_pool.shutdown(wait=False, cancel_futures=True)
         if self._owns_connection:
             self._connection.close()
+        if self._local_offsets is not None:
+            self._local_offsets.close()
 
     def __enter__(self) -> Consumer:
         return self
