@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
@@ -112,6 +112,8 @@ class Consumer:
         self._positions: dict[int, int] | None = None
         self._committed: dict[int, int] = {}
         self._rotation = 0
+        # Queues poll() skips until resume() (flow control: the push consumer's full queues).
+        self._paused: set[int] = set()
         self._stop = threading.Event()
         # queue id -> (offset asked, the Pull in flight): the next answer, fetched while the
         # caller handles the current one. The pool starts with the first prefetch.
@@ -215,9 +217,13 @@ class Consumer:
 
     def poll(self, timeout_s: float = 1.0) -> list[Message]:
         """Messages available now, or the first to arrive within ``timeout_s``; [] when none
-        did. Advances the positions past the returned messages."""
+        did. Advances the positions past the returned messages. Paused queues are skipped;
+        with every queue paused it waits ``timeout_s`` (or until ``stop()``) and returns []."""
         positions = self._start()
-        queue_ids = sorted(positions)
+        queue_ids = sorted(q for q in positions if q not in self._paused)
+        if not queue_ids:
+            self._stop.wait(max(0.0, timeout_s))
+            return []
         deadline = time.monotonic() + max(0.0, timeout_s)
         first_sweep = True
         # Bounded: each round pulls every queue once; rounds end at the deadline, and a
@@ -324,6 +330,15 @@ class Consumer:
     def stop(self) -> None:
         """Make iteration end after the current poll (thread-safe)."""
         self._stop.set()
+
+    def pause(self, queue_ids: Iterable[int]) -> None:
+        """Stop pulling these queues (positions stay) until ``resume``, as Kafka's and
+        RocketMQ's lite consumers do."""
+        self._paused.update(queue_ids)
+
+    def resume(self, queue_ids: Iterable[int]) -> None:
+        """Pull these queues again."""
+        self._paused.difference_update(queue_ids)
 
     # -- positions -------------------------------------------------------------------------
 

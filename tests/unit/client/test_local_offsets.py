@@ -131,3 +131,14 @@ def test_a_broadcast_member_resumes_from_its_own_file(server: FakeServer, tmp_pa
     assert stored.load() == {0: 3}
     stored.close()
     assert server.refused == []  # type: ignore[attr-defined]
+
+
+def test_a_paused_queue_is_not_pulled(server: FakeServer, tmp_path: Path) -> None:
+    with Consumer(
+        [server.address], "g", "t", broadcast=True, client_id="p", offsets_dir=tmp_path
+    ) as consumer:
+        consumer.pause([0])
+        assert consumer.poll(0.05) == []
+        assert consumer.positions == {0: 0}
+        consumer.resume([0])
+        assert [m.body for m in consumer.poll(0.05)] == [b"m0"]
