@@ -1,10 +1,11 @@
 """raftlog.client: a typed Python client for a raftlog cluster (gRPC, generated stubs only).
 
 ``Producer`` sends (idempotent and in order by default), ``Consumer`` reads a topic for a
-consumer group with long polling, ``Admin`` manages topics and the cluster and queries
-messages. Every failure is a ``RaftlogError`` subclass; ``UnknownOutcomeError`` means a write
-may or may not be stored, never that it failed. This package imports only raftlog.proto and
-third-party packages (import-linter contract).
+consumer group with long polling (``tags`` filters, ``broadcast=True`` gives every member
+every message), ``PushConsumer`` calls a listener on a thread pool, ``Admin`` manages
+topics and the cluster and queries messages. Every failure is a ``RaftlogError`` subclass;
+``UnknownOutcomeError`` means a write may or may not be stored, never that it failed. This
+package imports only raftlog.proto and third-party packages (import-linter contract).
 """
 
 from raftlog.client.admin import Admin
@@ -41,6 +42,7 @@ from raftlog.client.messages import (
     TopicInfo,
 )
 from raftlog.client.producer import Producer
+from raftlog.client.push_consumer import ConsumeResult, PushConsumer
 from raftlog.client.retry import RetryPolicy
 from raftlog.client.tag_filter import TagFilter
 from raftlog.client.tls import ClientTls
@@ -51,6 +53,7 @@ __all__ = [
     "ClientTls",
     "ClusterStatus",
     "Connection",
+    "ConsumeResult",
     "Consumer",
     "DeadlineExceededError",
     "InternalError",
@@ -64,6 +67,7 @@ __all__ = [
     "PermissionDeniedError",
     "PreconditionFailedError",
     "Producer",
+    "PushConsumer",
     "QueueInfo",
     "RaftlogError",
     "ResourceExhaustedError",
