@@ -392,8 +392,8 @@ class MessageStore:
             raise StoreClosedError("the store is closed")
         if self._retention.is_disk_full():
             raise DiskFullError(
-                f"disk use {self._retention.disk_usage_ratio():.0%} is above the full watermark "
-                f"{self._config.disk_full_ratio:.0%} (disk_full_ratio); nothing was written, "
+                f"disk use {self._retention.disk_usage_ratio():.1%} is above the full watermark "
+                f"{self._config.disk_full_ratio:.1%} (disk_full_ratio); nothing was written, "
                 "and writes resume once retention or the operator frees space"
             )
 

@@ -61,6 +61,8 @@ from raftlog.testing.group_roles import master_slave_settings
 DEFAULT_IMAGE = "raftlog:dev"
 NODE_PORT = 7701
 DATA_DIR = "/data"
+# The image's raftlog user (deploy/Dockerfile): it must own a tmpfs data directory.
+NODE_UID = 10001
 
 
 class ClusterError(RuntimeError):
@@ -74,9 +76,11 @@ def _free_port(host: str) -> int:
 
 
 class RaftlogNode:
-    """One node's container, volume and host port."""
+    """One node's container, volume (None: its data directory is a tmpfs) and host port."""
 
-    def __init__(self, node_id: str, container: DockerContainer, volume: str, host_port: int):
+    def __init__(
+        self, node_id: str, container: DockerContainer, volume: str | None, host_port: int
+    ):
         self.node_id = node_id
         self.container = container
         self.volume = volume
@@ -108,7 +112,9 @@ class RaftlogCluster:
     ``replication="master-slave"`` makes n1 the master (``master_role``) and the other nodes
     its slaves (static mode); with ``controlled`` too, three controller members run in
     containers beside the brokers (container_controllers.py) and elect the master, as
-    ``raftlog cluster up --replication master-slave`` does.
+    ``raftlog cluster up --replication master-slave`` does. ``data_tmpfs_mib``: each node's
+    data directory is a tmpfs of that many MiB instead of a volume (a small disk that fills
+    up; its data does not survive a container stop).
     """
 
     def __init__(
@@ -122,6 +128,7 @@ class RaftlogCluster:
         replication: str = "raft",
         master_role: str = "SYNC_MASTER",
         controlled: bool = False,
+        data_tmpfs_mib: int | None = None,
     ) -> None:
         if controlled and replication != "master-slave":
             raise ValueError("controlled: only a master-slave group has a controller")
@@ -135,6 +142,7 @@ class RaftlogCluster:
         self.start_timeout_s = start_timeout_s
         self._node_ids = [f"n{i}" for i in range(1, nodes + 1)]
         self._env = dict(env or {})
+        self._data_tmpfs_mib = data_tmpfs_mib
         self._network: Network | None = None
         self.nodes: dict[str, RaftlogNode] = {}
         self._disconnected: set[str] = set()
@@ -173,15 +181,13 @@ class RaftlogCluster:
             )
             self.controllers.start(client, self.start_timeout_s)
         for node_id in self._node_ids:
-            volume = f"raftlog-test-{short}-{node_id}"
-            client.volumes.create(name=volume, labels=self.labels)
+            volume, tmpfs = self._data_dir_of(client, f"raftlog-test-{short}-{node_id}")
             host_port = _free_port(self.bind_host)
             container = (
                 DockerContainer(self.image)
                 .with_name(f"raftlog-test-{short}-{node_id}")
                 .with_network(self._network)
                 .with_network_aliases(node_id)
-                .with_volume_mapping(volume, DATA_DIR, "rw")
                 .with_envs(
                     RAFTLOG_NODE_ID=node_id,
                     RAFTLOG_ADVERTISE_ADDRESS=f"{node_id}:{NODE_PORT}",
@@ -192,6 +198,10 @@ class RaftlogCluster:
                 )
                 .with_kwargs(labels=self.labels, hostname=node_id)
             )
+            if volume is not None:
+                container.with_volume_mapping(volume, DATA_DIR, "rw")
+            if tmpfs is not None:
+                container.with_tmpfs_mount(DATA_DIR, tmpfs)  # the whole option string
             # testcontainers' with_bind_ports takes no host IP: the SDK's (ip, port) form.
             ports: dict[str, Any] = container.ports
             ports[f"{NODE_PORT}/tcp"] = (self.bind_host, host_port)
@@ -202,6 +212,14 @@ class RaftlogCluster:
                 int(self.start_timeout_s)
             ).wait_until_ready(node.container)
         self.wait_for_leader(timeout_s=self.start_timeout_s)
+
+    def _data_dir_of(self, client: Any, volume: str) -> tuple[str | None, str | None]:
+        """A node's data directory: (a new labelled volume named ``volume``, None), or with
+        ``data_tmpfs_mib`` (None, the options of a tmpfs the node's user owns)."""
+        if self._data_tmpfs_mib is None:
+            client.volumes.create(name=volume, labels=self.labels)
+            return volume, None
+        return None, f"size={self._data_tmpfs_mib}m,uid={NODE_UID},gid={NODE_UID},mode=0700"
 
     def _mode_env(self, node_id: str) -> dict[str, str]:
         if self.replication != "master-slave":
