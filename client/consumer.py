@@ -16,6 +16,8 @@ Rules this module keeps:
   returned (a corrupt one raises InternalError).
 - A tag filter is checked twice: by the serving member (tag hash, then tag string) and here
   on the real tag string, so a hash collision never hands over another tag's message.
+- In broadcast mode the offsets are this member's own, in a local file (local_offsets.py):
+  the group's offsets on the cluster are never read or written.
 - When an answer says more messages are there, the next Pull of that queue is sent at once
   on one prefetch thread (no long poll), so the member reads and sends it while this thread
   decodes; it is used only if the position is still where it was asked from, and a failed or

@@ -12,6 +12,9 @@ Rules this module keeps:
   every change (changes are rare), so a crash leaves the previous or the new table.
 - Readers get an immutable snapshot with a version that grows with every change, so a cache
   of decisions knows when to drop itself.
+- ``replace_all`` (a Raft follower installing its leader's tables with a snapshot) writes the
+  whole new table durably, then swaps it in as one change (one new version);
+  ``write_access_rules`` writes the same file for a store that is not open.
 """
 
 from __future__ import annotations
@@ -63,15 +66,22 @@ class AccessRules:
                 del self._rules[key]
             self._version += 1
             self._snapshot = MappingProxyType(dict(self._rules))
-            write_json_document(self._fs, self._path, _FORMAT_VERSION, {"rules": self._rows()})
+            _write(self._fs, self._path, self._rules)
+
+    def replace_all(self, rules: Mapping[RuleKey, frozenset[str]]) -> None:
+        """Make the table exactly ``rules`` (rules with no permission are left out), durable
+        when it returns."""
+        updated = {key: frozenset(names) for key, names in rules.items() if names}
+        with self._lock:
+            _write(self._fs, self._path, updated)
+            self._rules = updated
+            self._version += 1
+            self._snapshot = MappingProxyType(dict(updated))
 
     def snapshot(self) -> tuple[int, Mapping[RuleKey, frozenset[str]]]:
         """(version, the rules as of now); the mapping never changes after it is handed out."""
         with self._lock:
             return self._version, self._snapshot
-
-    def _rows(self) -> list[list[object]]:
-        return [[s, p, sorted(perms)] for (s, p), perms in sorted(self._rules.items())]
 
     def _load(self) -> None:
         document = read_json_document(self._fs, self._path, _FORMAT_VERSION)
@@ -88,3 +98,16 @@ class AccessRules:
             raise ValueError(f"{self._path}: malformed access rules: {error}") from error
         self._version = 1
         self._snapshot = MappingProxyType(dict(self._rules))
+
+
+def write_access_rules(
+    fs: FileSystem, root_dir: str, rules: Mapping[RuleKey, frozenset[str]]
+) -> None:
+    """Replace the table file under ``root_dir`` by ``rules``, durably, for a store that is not
+    open (its next open loads it)."""
+    _write(fs, os.path.join(root_dir, ACCESS_RULES_FILE), rules)
+
+
+def _write(fs: FileSystem, path: str, rules: Mapping[RuleKey, frozenset[str]]) -> None:
+    rows = [[s, p, sorted(names)] for (s, p), names in sorted(rules.items()) if names]
+    write_json_document(fs, path, _FORMAT_VERSION, {"rules": rows})

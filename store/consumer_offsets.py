@@ -8,12 +8,16 @@ Rules this module keeps:
 - A group is a non-empty str and an offset an int in [0, 2**63); anything else is refused
   before the table changes. A table file of another shape fails the load with a ValueError
   naming the file.
+- ``replace_all`` (a Raft follower installing its leader's tables with a snapshot) checks the
+  whole new table, then writes it durably and swaps it in; ``write_consumer_offsets`` writes
+  the same file for a store that is not open.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 
 from raftlog.store.atomic_file import read_json_document, write_json_document
 from raftlog.store.errors import InvalidOffsetError
@@ -40,13 +44,31 @@ class ConsumerOffsets:
         """Record ``queue_offset`` as the next one ``group`` consumes from ``topic``/``queue_id``
         (in memory; ``persist`` makes it durable)."""
         validate_group(group)
-        if type(queue_offset) is not int or not 0 <= queue_offset <= _INT64_MAX:
-            raise InvalidOffsetError(f"queue offset must be in [0, 2**63), got {queue_offset!r}")
+        _check_offset(queue_offset)
         with self._lock:
             key = (group, topic, queue_id)
             if self._offsets.get(key) != queue_offset:
                 self._offsets[key] = queue_offset
                 self._dirty = True
+
+    @staticmethod
+    def check_all(offsets: Mapping[tuple[str, str, int], int]) -> None:
+        """The store's error for a group or offset ``replace_all(offsets)`` would refuse."""
+        for (group, _, _), queue_offset in offsets.items():
+            validate_group(group)
+            _check_offset(queue_offset)
+
+    def replace_all(self, offsets: Mapping[tuple[str, str, int], int]) -> None:
+        """Make the table exactly ``offsets`` (``{(group, topic, queue_id): next queue
+        offset}``), durable when it returns; all are checked before anything changes
+        (``check_all``)."""
+        self.check_all(offsets)
+        updated = dict(offsets)
+        with self._lock:
+            # Written before it is applied: the table never claims what the disk lacks.
+            _write(self._fs, self._path, updated)
+            self._offsets = updated
+            self._dirty = False
 
     def fetch(self, group: str, topic: str, queue_id: int) -> int | None:
         """The committed next queue offset, or None when ``group`` never committed one."""
@@ -67,16 +89,8 @@ class ConsumerOffsets:
         with self._lock:
             if not self._dirty:
                 return
-            write_json_document(
-                self._fs, self._path, _FORMAT_VERSION, {"offsets": self._nested_offsets()}
-            )
+            _write(self._fs, self._path, self._offsets)
             self._dirty = False
-
-    def _nested_offsets(self) -> dict[str, dict[str, dict[str, int]]]:
-        nested: dict[str, dict[str, dict[str, int]]] = {}
-        for (group, topic, queue_id), queue_offset in self._offsets.items():
-            nested.setdefault(group, {}).setdefault(topic, {})[str(queue_id)] = queue_offset
-        return nested
 
     def _load(self) -> None:
         document = read_json_document(self._fs, self._path, _FORMAT_VERSION)
@@ -93,3 +107,23 @@ class ConsumerOffsets:
         except (KeyError, TypeError, AttributeError, ValueError) as error:
             raise ValueError(f"{self._path}: not a valid offsets table: {error!r}") from error
         self._offsets = offsets
+
+
+def write_consumer_offsets(
+    fs: FileSystem, root_dir: str, offsets: Mapping[tuple[str, str, int], int]
+) -> None:
+    """Replace the table file under ``root_dir`` by ``offsets``, durably, for a store that is
+    not open (its next open loads and checks it)."""
+    _write(fs, os.path.join(root_dir, CONSUMER_OFFSETS_FILE), offsets)
+
+
+def _write(fs: FileSystem, path: str, offsets: Mapping[tuple[str, str, int], int]) -> None:
+    nested: dict[str, dict[str, dict[str, int]]] = {}
+    for (group, topic, queue_id), queue_offset in offsets.items():
+        nested.setdefault(group, {}).setdefault(topic, {})[str(queue_id)] = queue_offset
+    write_json_document(fs, path, _FORMAT_VERSION, {"offsets": nested})
+
+
+def _check_offset(queue_offset: int) -> None:
+    if type(queue_offset) is not int or not 0 <= queue_offset <= _INT64_MAX:
+        raise InvalidOffsetError(f"queue offset must be in [0, 2**63), got {queue_offset!r}")

@@ -69,6 +69,7 @@ from raftlog.store.consume_queue import (
     list_queues,
 )
 from raftlog.store.consumer_offsets import ConsumerOffsets
+from raftlog.store.control_state import ControlState
 from raftlog.store.dispatcher import Dispatcher
 from raftlog.store.errors import (
     BodyTooLargeError,
@@ -316,6 +317,27 @@ class MessageStore:
             for group in table.groups()
             for (topic, queue_id), offset in table.offsets_of_group(group).items()
         }
+
+    def control_state(self) -> ControlState:
+        """A copy of the replicated tables: topics, consumer offsets, access rules (a Raft
+        leader sends it with a snapshot; call it where those tables change, so the three agree
+        with one point of the log)."""
+        return ControlState(
+            {config.name: config.queue_count for config in self._topics.list_topics()},
+            self.consumer_offsets(),
+            dict(self.access_rules.snapshot()[1]),
+        )
+
+    def replace_control_state(self, state: ControlState) -> None:
+        """Replace the topics, consumer offsets and access rules by ``state`` wholesale (a Raft
+        follower installing a snapshot), each table durably (topics first, so no offset names
+        a queue the table lacks). Every value is checked before any table changes: the store's
+        error for one it refuses, and nothing replaced."""
+        self._topics.check_all(state.topics)
+        self._consumer_offsets.check_all(state.consumer_offsets)
+        self._topics.replace_all(state.topics)
+        self._consumer_offsets.replace_all(state.consumer_offsets)
+        self.access_rules.replace_all(state.access_rules)
 
     # ------------------------------------------------------------------ writes
 

@@ -6,6 +6,11 @@ Rules this module keeps:
 - A topic's queue count may grow (new queues start empty) but never shrink: queues hold data.
 - Every change is written atomically (temporary file, fsync, rename, fsync directory) before
   ``create_topic`` returns, so a created topic survives a crash.
+- ``replace_all`` (a Raft follower installing its leader's tables with a snapshot) replaces
+  the table wholesale, outside the grow-only rule (the leader's table comes from a longer
+  prefix of the same log, so in practice it only adds and grows): every entry is checked
+  first, then the table is written and swapped in at once. ``write_topic_table`` writes the
+  same file for a store that is not open.
 - A table file that does not hold what this module writes (a bad name or count, a wrong
   shape) fails the load with a ValueError naming the file, never a half-loaded table.
 """
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from raftlog.store.atomic_file import read_json_document, write_json_document
@@ -57,10 +62,7 @@ class TopicTable:
             configs = []
             for topic, queue_count in topics:
                 validate_topic(topic, self._limits)
-                if type(queue_count) is not int or not 1 <= queue_count <= MAX_QUEUE_COUNT:
-                    raise InvalidQueueIdError(
-                        f"queue count must be an int in 1..{MAX_QUEUE_COUNT}, got {queue_count!r}"
-                    )
+                _check_queue_count(queue_count)
                 existing = updated.get(topic)
                 if existing is not None and queue_count < existing.queue_count:
                     raise InvalidQueueIdError(
@@ -74,6 +76,22 @@ class TopicTable:
                 self._persist(updated)
                 self._topics = updated
             return configs
+
+    def check_all(self, topics: Mapping[str, int]) -> None:
+        """InvalidTopicError or InvalidQueueIdError when ``replace_all(topics)`` would refuse
+        them."""
+        for topic, queue_count in topics.items():
+            validate_topic(topic, self._limits)
+            _check_queue_count(queue_count)
+
+    def replace_all(self, topics: Mapping[str, int]) -> None:
+        """Make the table exactly ``topics`` (name -> queue count), durably; every entry is
+        checked before anything changes (``check_all``)."""
+        self.check_all(topics)
+        with self._lock:
+            updated = {name: TopicConfig(name, count) for name, count in topics.items()}
+            self._persist(updated)
+            self._topics = updated
 
     def get(self, topic: str) -> TopicConfig | None:
         return self._topics.get(topic)
@@ -89,8 +107,7 @@ class TopicTable:
             return sorted(self._topics.values(), key=lambda config: config.name)
 
     def _persist(self, topics: dict[str, TopicConfig]) -> None:
-        body = {"topics": {name: {"queue_count": c.queue_count} for name, c in topics.items()}}
-        write_json_document(self._fs, self._path, _FORMAT_VERSION, body)
+        _write(self._fs, self._path, {name: c.queue_count for name, c in topics.items()})
 
     def _load(self) -> None:
         document = read_json_document(self._fs, self._path, _FORMAT_VERSION)
@@ -105,3 +122,21 @@ class TopicTable:
                 self._topics[name] = TopicConfig(name, queue_count)
         except (KeyError, TypeError, AttributeError, ValueError, InvalidTopicError) as error:
             raise ValueError(f"{self._path}: not a valid topic table: {error!r}") from error
+
+
+def write_topic_table(fs: FileSystem, root_dir: str, topics: Mapping[str, int]) -> None:
+    """Replace the table file under ``root_dir`` by ``topics`` (name -> queue count), durably,
+    for a store that is not open (its next open loads and checks it)."""
+    _write(fs, os.path.join(root_dir, TOPICS_FILE), topics)
+
+
+def _write(fs: FileSystem, path: str, topics: Mapping[str, int]) -> None:
+    body = {"topics": {name: {"queue_count": count} for name, count in topics.items()}}
+    write_json_document(fs, path, _FORMAT_VERSION, body)
+
+
+def _check_queue_count(queue_count: int) -> None:
+    if type(queue_count) is not int or not 1 <= queue_count <= MAX_QUEUE_COUNT:
+        raise InvalidQueueIdError(
+            f"queue count must be an int in 1..{MAX_QUEUE_COUNT}, got {queue_count!r}"
+        )
