@@ -154,6 +154,10 @@ class NodeConfig:
     disk_force_clean_ratio: float = 0.85
     disk_full_ratio: float = 0.90
     log_level: str = "info"
+    # How long a graceful stop (SIGTERM) may take whatever peers and clients do: a leader's
+    # handover (up to 3 s of it), the servers' grace for open calls (0.5 s) and closing the
+    # peer streams share it (node/process.py). `raftlog cluster down` SIGKILLs after 15 s.
+    stop_grace_ms: int = 5000
     # CPython's GIL switch interval for the node process (sys.setswitchinterval): how long a
     # thread may hold the GIL while another waits for it. Measured (docs/PERFORMANCE.md):
     # smaller values do not lower single-message latency (the threads a message crosses
@@ -228,20 +232,7 @@ class NodeConfig:
             raise ConfigError(
                 f"durability: {self.durability!r} is not one of {', '.join(DURABILITY_MODES)}"
             )
-        for name in (
-            "tick_ms",
-            "election_ticks",
-            "heartbeat_ticks",
-            "segment_size_bytes",
-            "max_body_bytes",
-            "max_write_timeout_ms",
-            "max_inflight_bytes",
-            "switch_interval_us",
-            *REQUEST_LIMIT_FIELDS,
-        ):
-            value = getattr(self, name)
-            if type(value) is not int or value <= 0:
-                raise ConfigError(f"{name}: {value!r} must be a positive integer")
+        self._check_positive_integers()
         if self.switch_interval_us > _MAX_SWITCH_INTERVAL_US:
             raise ConfigError(
                 f"switch_interval_us: {self.switch_interval_us} is above "
@@ -283,6 +274,23 @@ class NodeConfig:
         problem = master_slave_problem(self)
         if problem is not None:
             raise ConfigError(problem)
+
+    def _check_positive_integers(self) -> None:
+        for name in (
+            "tick_ms",
+            "election_ticks",
+            "heartbeat_ticks",
+            "segment_size_bytes",
+            "max_body_bytes",
+            "max_write_timeout_ms",
+            "max_inflight_bytes",
+            "switch_interval_us",
+            "stop_grace_ms",
+            *REQUEST_LIMIT_FIELDS,
+        ):
+            value = getattr(self, name)
+            if type(value) is not int or value <= 0:
+                raise ConfigError(f"{name}: {value!r} must be a positive integer")
 
     def _check_request_limits(self) -> None:
         try:

@@ -8,7 +8,7 @@ SERVING, and the metrics endpoint when ``metrics_listen`` is set (its port is bo
 anything starts, like the gRPC port). Stop order (graceful, on SIGTERM/SIGINT): NOT_SERVING,
 the member's replication (a Raft leader hands leadership over first), the server, the metrics
 endpoint, then the member's files (syncing them; the store writes its checkpoint and
-clean-stop marker).
+clean-stop marker). It keeps within ``stop_grace_ms`` whatever peers and clients do.
 
 Rules this module keeps: a housekeeping thread checkpoints the store every second (it bounds
 what recovery re-dispatches) and every few seconds asks the member to run retention (the
@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from types import FrameType
 
 from raftlog.node.config import NodeConfig, parse_address
@@ -43,6 +44,11 @@ _CHECKPOINT_INTERVAL_S = 1.0
 _RETENTION_EVERY_CHECKPOINTS = 5
 # Peer streams never end on their own, so stop always waits this long: keep it short.
 _SERVER_GRACE_S = 0.5
+# A stopping leader's handover takes at most this long (and what the grace leaves it)...
+_HANDOVER_MAX_S = 3.0
+# ... which keeps this much of stop_grace_ms for the servers' grace, the peer streams' close
+# and syncing the files.
+_STOP_RESERVE_S = 1.5
 
 
 def _store_host(address: str) -> tuple[str, int]:
@@ -153,14 +159,23 @@ class Node:
         )
 
     def stop(self) -> None:
+        """Graceful stop within ``stop_grace_ms`` whatever peers and clients do (a frozen
+        peer, open streams, long polls): the handover gets what the rest does not need
+        (``_STOP_RESERVE_S``, at most ``_HANDOVER_MAX_S``), the servers ``_SERVER_GRACE_S``,
+        and the peer streams are cancelled, not waited for."""
+        started = time.monotonic()
+        grace_s = self.config.stop_grace_ms / 1000
         self._stopped.set()
-        self.member.stop_replication()
-        self.server.stop(_SERVER_GRACE_S)
+        self.member.stop_replication(
+            handover_s=min(_HANDOVER_MAX_S, max(0.0, grace_s - _STOP_RESERVE_S))
+        )
+        left_s = grace_s - (time.monotonic() - started)
+        self.server.stop(max(0.0, min(_SERVER_GRACE_S, left_s - _STOP_RESERVE_S / 2)))
         if self.metrics is not None:
             self.metrics.stop()
         self._housekeeper.join()
         self.member.close()
-        _log.info("node %s stopped", self.config.node_id)
+        _log.info("node %s stopped in %.2f s", self.config.node_id, time.monotonic() - started)
 
 
 def serve(config: NodeConfig) -> int:

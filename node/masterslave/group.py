@@ -220,8 +220,9 @@ class MasterSlaveMember:
         else:
             self.become_master(self.history.last_epoch)
 
-    def stop_replication(self) -> None:
-        """Before the server stops: end the slaves' streams (master) or our own (slave)."""
+    def stop_replication(self, handover_s: float = 0.0) -> None:
+        """Before the server stops: end the slaves' streams (master) or our own (slave).
+        ``handover_s``: unused (a master-slave node hands nothing over when it stops)."""
         if self._link is not None:
             self._link.close()
         with self._change_lock:

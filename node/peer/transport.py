@@ -10,8 +10,9 @@ jittered backoff.
 Rules this module keeps: messages to one peer keep their order; the sender merges queued
 batches into one stream item up to ``_MAX_STREAM_ITEM_BYTES`` (amortizing gRPC's per-item
 cost under load); keepalive pings detect a peer that stopped answering (a paused process)
-within a few seconds; ``close`` stops every sender thread it started; ``set_peers`` and
-``send`` run on one thread (the Raft loop), ``close`` after it stopped.
+within a few seconds; ``close`` stops every sender thread it started, within its timeout even
+when a peer is frozen (it cancels each sender's stream rather than waiting for the peer to end
+it); ``set_peers`` and ``send`` run on one thread (the Raft loop), ``close`` after it stopped.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class _PeerSender:
         self._on_unreachable = on_unreachable
         self._queue: queue.Queue[list[Message]] = queue.Queue(_MAX_QUEUED_BATCHES)
         self._closed = threading.Event()
+        # The stream in progress: ``close`` cancels it (a frozen peer never ends it).
+        self._call: grpc.Future | None = None
         self._thread = threading.Thread(target=self._run, name=f"raft-send-{peer_id}", daemon=True)
 
     def start(self) -> None:
@@ -74,9 +77,14 @@ class _PeerSender:
 
     def close(self) -> None:
         self._closed.set()
+        call = self._call
+        if call is not None:
+            call.cancel()
 
-    def join(self, timeout_s: float) -> None:
+    def join(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the sender thread to end; whether it did."""
         self._thread.join(timeout_s)
+        return not self._thread.is_alive()
 
     def _batches(self, stream_broken: threading.Event) -> Iterator[peer_pb2.RaftMessageBatch]:
         while not self._closed.is_set() and not stream_broken.is_set():
@@ -114,8 +122,11 @@ class _PeerSender:
             stream_broken = threading.Event()
             with self._dialer.channel(self.peer_id, self._address) as channel:
                 stub = peer_pb2_grpc.RaftPeerStub(channel)  # type: ignore[no-untyped-call]
+                call = self._call = stub.Messages(self._batches(stream_broken))
+                if self._closed.is_set():
+                    call.cancel()  # closed before the call was published
                 try:
-                    for _ in stub.Messages(self._batches(stream_broken)):
+                    for _ in call:
                         # Peers answer on their own streams; anything here is ignored.
                         backoff_s = _RECONNECT_BACKOFF_MIN_S
                     backoff_s = _RECONNECT_BACKOFF_MIN_S
@@ -126,6 +137,7 @@ class _PeerSender:
                         _log.debug("stream to %s broke: %s", self.peer_id, error.code())
                 finally:
                     stream_broken.set()
+                    self._call = None
             self._drain()
             self._closed.wait(backoff_s * (0.5 + rng.random()))
             backoff_s = min(backoff_s * 2, _RECONNECT_BACKOFF_MAX_S)
@@ -196,8 +208,12 @@ class PeerTransport:
         self._retiring = [r for r in self._retiring if r[0] > now]
 
     def close(self, timeout_s: float = 2.0) -> None:
+        """Stop every sender (cancelling its stream) and wait for them, ``timeout_s`` in all;
+        a sender still running then is left behind (a daemon thread) and logged."""
         senders = [*self._senders.values(), *(s for _, s in self._retiring)]
         for sender in senders:
             sender.close()
+        deadline = time.monotonic() + timeout_s
         for sender in senders:
-            sender.join(timeout_s)
+            if not sender.join(max(0.0, deadline - time.monotonic())):
+                _log.warning("the sender to %s did not stop in %.1f s", sender.peer_id, timeout_s)

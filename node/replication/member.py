@@ -42,6 +42,8 @@ from raftlog.store.message_store import MessageStore
 
 _log = logging.getLogger("raftlog.node")
 _STAGING_SUBDIR = "commitlog.incoming"
+# The peer senders' threads end as soon as their streams are cancelled; this bounds the wait.
+_TRANSPORT_CLOSE_S = 1.0
 PEER_SERVICE_NAME = peer_pb2.DESCRIPTOR.services_by_name["RaftPeer"].full_name
 
 
@@ -179,13 +181,15 @@ class RaftMember:
             # A learner that joined (now, or before a restart) asks to become a voter.
             start_promotion(self._config, lambda: self.replica.view, self.replica.stopping)
 
-    def stop_replication(self) -> None:
-        """Before the server stops: hand leadership over and stop the Raft loop."""
-        self.replica.close()
+    def stop_replication(self, handover_s: float = 3.0) -> None:
+        """Before the server stops: hand leadership over (within ``handover_s``) and stop the
+        Raft loop."""
+        self.replica.close(handover_s)
 
     def close(self) -> None:
-        """After the server stopped: the transport, then the Raft log and the store."""
-        self.transport.close()
+        """After the server stopped: the transport (its streams cancelled, so a frozen peer
+        costs no wait), then the Raft log and the store."""
+        self.transport.close(_TRANSPORT_CLOSE_S)
         try:
             self.raft_log.close()
         finally:

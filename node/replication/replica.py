@@ -53,6 +53,8 @@ from raftlog.store.message_store import MessageStore
 _log = logging.getLogger(__name__)
 
 _VIEW_REFRESH_S = 0.05
+# A leader stopping hands over only to a follower heard from within this many heartbeats.
+_HANDOVER_FRESH_HEARTBEATS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,20 +152,12 @@ class Replica:
     def start(self) -> None:
         self._thread.start()
 
-    def close(self, transfer_timeout_s: float = 3.0) -> None:
-        """Graceful stop: a leader hands leadership to the most up-to-date voter first, so the
-        cluster does not wait an election timeout; then the loop stops."""
-        view = self.view
-        live_followers = sorted(
-            (m for m in view.members if m.voter and m.recent_active and m.role == "follower"),
-            key=lambda m: -m.match_index,
-        )
-        if self._thread.is_alive() and view.role == "leader" and live_followers:
-            try:
-                # Only to a member that answers: the core alone might pick a stopped one.
-                self.transfer_leadership(live_followers[0].node_id, transfer_timeout_s)
-            except NodeError as error:
-                _log.warning("leadership transfer on shutdown: %s", error)
+    def close(self, handover_s: float = 3.0) -> None:
+        """Graceful stop: a leader first hands leadership to a follower that answers, so the
+        cluster does not wait an election timeout (``_hand_over``, ``handover_s`` at most);
+        then the loop stops."""
+        if self._thread.is_alive() and self.view.role == "leader":
+            self._hand_over(handover_s)
         self.stopping.set()
         self._inbox.put(lambda: None)
         if self._thread.is_alive():
@@ -178,6 +172,37 @@ class Replica:
             self.visible.notify_all()
         with self.leader_changed:
             self.leader_changed.notify_all()
+
+    def _hand_over(self, budget_s: float) -> None:
+        """Transfer leadership to the most up-to-date voter heard from within the last few
+        heartbeats (a frozen or cut-off follower is not, so it is never waited for), the next
+        one if a transfer does not take within two election timeouts (the core gives up on
+        it after one), until ``budget_s`` is spent."""
+        settings = self.settings
+        fresh_s = _HANDOVER_FRESH_HEARTBEATS * settings.heartbeat_ticks * settings.tick_ms / 1000
+        attempt_s = 2 * settings.election_ticks * settings.tick_ms / 1000
+        now = time.monotonic()
+        heard = dict(self._last_heard)
+        targets = sorted(
+            (
+                m
+                for m in self.view.members
+                if m.voter and m.role == "follower" and now - heard.get(m.node_id, 0.0) < fresh_s
+            ),
+            key=lambda m: (-m.match_index, -heard[m.node_id]),
+        )
+        deadline = now + budget_s
+        for target in targets:
+            remaining_s = deadline - time.monotonic()
+            if remaining_s <= 0:
+                break
+            try:
+                self.transfer_leadership(target.node_id, min(remaining_s, attempt_s))
+                return
+            except NodeError as error:
+                _log.warning("leadership transfer to %s on shutdown: %s", target.node_id, error)
+        if not targets:
+            _log.warning("no follower answered lately: stopping without a leadership transfer")
 
     # ------------------------------------------------------------------ inbox
 
