@@ -9,6 +9,10 @@ Service's name. Under a steady produce load whose history the chaos checker judg
   and the pods stop: nothing lost;
 - a pod's container deleted outright comes back with its volume and rejoins;
 - a hung node (its container paused) fails its liveness probe and is restarted: nothing lost.
+
+And overlays/dev-tls (dev with components/tls), its Secret's files made by a development CA:
+the exec probes pass, a TLS client reads and writes through the Service while a plain one is
+refused, and the preStop hook, which dials TLS, hands leadership over.
 """
 
 from __future__ import annotations
@@ -17,13 +21,16 @@ import itertools
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from raftlog.chaos.checker import check
 from raftlog.chaos.history import SEND, Recorder, ReplicaSnapshot, SendValue
 from raftlog.chaos.target import read_queues
-from raftlog.client import Admin, Connection, Producer
+from raftlog.client import Admin, ClientTls, Connection, Consumer, Producer
+from raftlog.client.errors import UnavailableError
+from raftlog.testing import dev_ca
 from raftlog.testing.docker_objects import leftovers
 from tests.support.pod_runner import PodRunner
 from tests.unit.deploy.manifests import Manifests
@@ -187,3 +194,62 @@ def test_a_hung_node_is_restarted_by_its_liveness_probe(runner: PodRunner) -> No
         time.sleep(2)
     acked = assert_nothing_lost(runner, load)
     print(f"\nhung node: restarted after its liveness probe failed; {acked} acknowledged, 0 lost")
+
+
+def tls_secret(manifests: Manifests, directory: Path) -> dict[str, bytes]:
+    """The Secret raftlog-tls as docs/kubernetes.md says to make it: ca.pem and one pair per
+    pod naming its node id, its stable name and the client Service; not the CA's key."""
+    namespace = manifests.namespace
+    dev_ca.init_ca(str(directory))
+    for ordinal in range(STATIC_VOTERS):
+        pod = f"raftlog-{ordinal}"
+        names = (f"{pod}.raftlog-headless.{namespace}.svc", f"raftlog.{namespace}.svc", "raftlog")
+        dev_ca.issue(str(directory), pod, names)
+    return {p.name: p.read_bytes() for p in directory.iterdir() if p.name != "ca.key"}
+
+
+def test_the_tls_overlay_serves_tls_with_working_probes_and_pre_stop(
+    raftlog_image: str, tmp_path: Path
+) -> None:
+    manifests = Manifests.render("dev-tls")
+    secret = tls_secret(manifests, tmp_path)
+    pods = PodRunner(manifests, image=raftlog_image, secrets={"raftlog-tls": secret})
+    # Every certificate names the Service; the client dials mapped host ports, so it expects
+    # that name (ClientTls.server_name) rather than 127.0.0.1.
+    tls = ClientTls(str(tmp_path / "ca.pem"), server_name=f"raftlog.{manifests.namespace}.svc")
+    try:
+        started = time.monotonic()
+        names = [pods.start(ordinal).name for ordinal in range(STATIC_VOTERS)]
+        pods.wait_ready(names)  # the exec probes passed, over TLS
+        ready_s = time.monotonic() - started
+        address = [pods.service_address()]
+        with Connection(address, address_map=pods.address_map, tls=tls) as connection:
+            with Admin(connection) as client:
+                client.create_topic(TOPIC, 1)
+            with Producer(connection) as producer:
+                producer.send(TOPIC, b"over tls")
+            with Consumer(connection, group="g", topic=TOPIC, from_beginning=True) as consumer:
+                assert [m.body for m in consumer.poll(timeout_s=10.0)] == [b"over tls"]
+        with (
+            Connection(address, address_map=pods.address_map) as plain_connection,
+            Admin(plain_connection, timeout_s=3.0) as plain,
+            pytest.raises(UnavailableError),
+        ):
+            plain.list_topics()
+        # preStop (run here as the kubelet would, before SIGTERM) moves leadership off the
+        # leader; it dials the pod's stable name over TLS.
+        with (
+            Connection(address, address_map=pods.address_map, tls=tls) as connection,
+            Admin(connection) as client,
+        ):
+            (leader,) = [m.node_id for m in client.list_members() if m.role == "leader"]
+            hook = pods.container_spec["lifecycle"]["preStop"]["exec"]["command"]
+            assert pods.pods[leader].container.exec_run(hook).exit_code == 0
+            deadline = time.monotonic() + 15
+            while leader in [m.node_id for m in client.list_members() if m.role == "leader"]:
+                assert time.monotonic() < deadline, f"{leader} still leads after preStop"
+                time.sleep(0.2)
+        print(f"\ndev-tls: 3 pods ready over TLS in {ready_s:.1f} s; preStop moved leadership")
+    finally:
+        pods.close()
+    assert leftovers(pods.run_id) == []

@@ -2,8 +2,10 @@
 
 ``build(directory)`` renders a kustomization the way ``kubectl kustomize`` does, for exactly
 the features deploy/kubernetes uses: ``resources`` (files, and directories holding a
-kustomization), ``namespace``, ``images`` (``name`` with ``newName``/``newTag``) and
-``patches`` given inline as JSON 6902 operations (``add``, ``replace``, ``remove``) on a
+kustomization), ``components`` (directories holding a ``kind: Component`` kustomization,
+applied after the resources and before the kustomization's own patches, images and
+namespace, as kustomize does), ``namespace``, ``images`` (``name`` with ``newName``/``newTag``)
+and ``patches`` given inline as JSON 6902 operations (``add``, ``replace``, ``remove``) on a
 target named by kind and name. kubectl is not on every machine the tests run on (Debian's
 kubernetes-client is 1.20, whose kustomize predates ``patches``), so the tests render with
 this; tests/unit/deploy compares its output with ``kubectl kustomize`` wherever kubectl is
@@ -24,7 +26,13 @@ import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the dev extra
 Object = dict[str, Any]
 
 KUSTOMIZATION = "kustomization.yaml"
-_FIELDS = {"apiVersion", "kind", "namespace", "resources", "images", "patches"}
+_FIELDS = {"apiVersion", "kind", "namespace", "resources", "components", "images", "patches"}
+# A component adds resources and transforms what it is applied to; no namespace of its own.
+_COMPONENT_FIELDS = _FIELDS - {"namespace"}
+_KINDS = {
+    "Kustomization": "kustomize.config.k8s.io/v1beta1",
+    "Component": "kustomize.config.k8s.io/v1alpha1",
+}
 
 
 class UnsupportedKustomization(ValueError):
@@ -33,11 +41,25 @@ class UnsupportedKustomization(ValueError):
 
 def build(directory: Path) -> list[Object]:
     """Every object the kustomization in ``directory`` renders, in resource order."""
+    return _build(directory, [], "Kustomization")
+
+
+def _load(directory: Path, kind: str) -> Object:
     kustomization: Object = yaml.safe_load((directory / KUSTOMIZATION).read_text())
-    unknown = set(kustomization) - _FIELDS
+    found = (kustomization.get("apiVersion"), kustomization.get("kind", "Kustomization"))
+    if found[1] != kind or found[0] not in (None, _KINDS[kind]):
+        raise UnsupportedKustomization(f"{directory}: expected a {kind}, found {found}")
+    unknown = set(kustomization) - (_FIELDS if kind == "Kustomization" else _COMPONENT_FIELDS)
     if unknown:
         raise UnsupportedKustomization(f"{directory}: fields {sorted(unknown)} not modelled")
-    objects: list[Object] = []
+    return kustomization
+
+
+def _build(directory: Path, objects: list[Object], kind: str) -> list[Object]:
+    """``objects`` (what a component is applied to; none for a kustomization) with the
+    kustomization in ``directory`` applied: its resources added, its components, patches,
+    images and namespace applied, in kustomize's order."""
+    kustomization = _load(directory, kind)
     for resource in kustomization.get("resources", []):
         path = directory / resource
         if path.is_dir():
@@ -45,6 +67,8 @@ def build(directory: Path) -> list[Object]:
         else:
             with path.open() as handle:
                 objects.extend(doc for doc in yaml.safe_load_all(handle) if doc)
+    for component in kustomization.get("components", []):
+        objects = _build(directory / component, objects, "Component")
     for patch in kustomization.get("patches", []):
         _apply_patch(objects, patch, directory)
     for image in kustomization.get("images", []):

@@ -5,14 +5,18 @@ For pod ``<set>-<ordinal>`` it takes, from the manifests: the image; ``command``
 with the kubelet's ``$(VAR)`` expansion; the environment (``envFrom`` ConfigMaps, ``env`` with
 the downward-API fields, tests/unit/deploy/manifests.py); one named Docker volume per
 ``volumeClaimTemplate`` (kept when the pod goes, as a claim is); ``emptyDir`` volumes as tmpfs
-of their ``sizeLimit``; the securityContext (user and group, ``fsGroup`` as a supplementary
-group, read-only root filesystem, dropped capabilities, no privilege escalation); the pod's
-stable name under the headless Service (``<pod>.<service>.<namespace>.svc``) as its network
-alias and its pod name as hostname. The probes run as the kubelet runs them, from the host on
-the published port: the startup probe until it succeeds, then readiness and liveness, each at
-its period, timeout and failure threshold; a failed liveness probe restarts the container
-(preStop, SIGTERM, grace period, SIGKILL). ``stop`` is the kubelet's pod stop: the preStop
-exec, then SIGTERM, and SIGKILL when the grace period (counted from the preStop's start) ends.
+of their ``sizeLimit``; ``secret`` volumes as a Docker volume holding the files the test gives
+for that Secret (``secrets``), owned by root with the pod's ``fsGroup`` as group and the
+volume's ``defaultMode``, read-only when the mount says so; the securityContext (user and
+group, ``fsGroup`` as a supplementary group, read-only root filesystem, dropped capabilities,
+no privilege escalation); the pod's stable name under the headless Service
+(``<pod>.<service>.<namespace>.svc``) as its network alias and its pod name as hostname. The
+probes run as the kubelet runs them (a ``grpc`` probe from the host on the published port, an
+``exec`` probe in the container, failing unless it exits 0 within its timeout): the startup
+probe until it succeeds, then readiness and liveness, each at its period, timeout and failure
+threshold; a failed liveness probe restarts the container (preStop, SIGTERM, grace period,
+SIGKILL). ``stop`` is the kubelet's pod stop: the preStop exec, then SIGTERM, and SIGKILL when
+the grace period (counted from the preStop's start) ends.
 
 The client Service is a TCP forwarder on the host, as kube-proxy is: each new connection goes
 to a ready pod, in turn. Clients dial ``<service>.<namespace>.svc:<port>``; ``address_map``
@@ -26,11 +30,14 @@ source the manifests do not use fails with a message naming it, never silently i
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import socket
+import tarfile
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +65,16 @@ class PodRunner:
     """The pods of the one StatefulSet in ``manifests``, on a Docker network of this run."""
 
     def __init__(
-        self, manifests: Manifests, *, image: str | None = None, max_replicas: int = 5
+        self,
+        manifests: Manifests,
+        *,
+        image: str | None = None,
+        max_replicas: int = 5,
+        secrets: Mapping[str, Mapping[str, bytes]] | None = None,
     ) -> None:
         self.manifests = manifests
+        # Secret name -> its files (name -> content), for the pods' secret volumes.
+        self.secrets = {name: dict(files) for name, files in (secrets or {}).items()}
         self.statefulset = manifests.one("StatefulSet")
         self.container_spec = node_container(self.statefulset)
         self.pod_spec: Object = self.statefulset["spec"]["template"]["spec"]
@@ -154,10 +168,48 @@ class PodRunner:
                 volumes[volume] = {"bind": mount["mountPath"], "mode": "rw"}
                 continue
             source = declared[mount["name"]]
+            if "secret" in source:
+                volume = self._secret_volume(source)
+                mode = "ro" if mount.get("readOnly") else "rw"
+                volumes[volume] = {"bind": mount["mountPath"], "mode": mode}
+                continue
             assert set(source) == {"name", "emptyDir"}, f"volume {source} is not modelled here"
             size = source["emptyDir"].get("sizeLimit", "64Mi").replace("Mi", "m")
             tmpfs[mount["mountPath"]] = f"size={size},mode=1777"
         return {"volumes": volumes, "tmpfs": tmpfs}
+
+    def _secret_volume(self, source: Object) -> str:
+        """The Docker volume standing for a secret volume: created (once per run) holding the
+        Secret's files as the kubelet writes them: owner root, group fsGroup, defaultMode."""
+        secret = source["secret"]
+        assert set(secret) <= {"secretName", "defaultMode"}, f"volume {source} is not modelled"
+        name = secret["secretName"]
+        assert name in self.secrets, f"the test gives no files for the Secret {name}"
+        volume = f"raftlog-{self.run_id}-secret-{name}"
+        if self._docker.volumes.list(filters={"name": volume}):
+            return volume
+        self._docker.volumes.create(name=volume, labels=self.labels)
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            for file_name, content in sorted(self.secrets[name].items()):
+                entry = tarfile.TarInfo(file_name)
+                entry.size = len(content)
+                entry.mode = secret.get("defaultMode", 0o644)
+                entry.uid, entry.gid = 0, self.pod_spec["securityContext"]["fsGroup"]
+                tar.addfile(entry, io.BytesIO(content))
+        # Written through a container that never runs (the archive goes into its volume).
+        writer = self._docker.containers.create(
+            self.image,
+            entrypoint=["true"],
+            labels=self.labels,
+            user="0",
+            volumes={volume: {"bind": "/secret", "mode": "rw"}},
+        )
+        try:
+            assert writer.put_archive("/secret", archive.getvalue())
+        finally:
+            writer.remove(force=True)
+        return volume
 
     def _security(self) -> Object:
         pod, container = self.pod_spec["securityContext"], self.container_spec["securityContext"]
@@ -203,8 +255,10 @@ class PodRunner:
     # --- probes --------------------------------------------------------------------------
 
     def _check(self, pod: Pod, probe: Object) -> bool:
-        assert set(probe["grpc"]) <= {"port", "service"}, f"probe {probe} is not modelled here"
         timeout_s = float(probe.get("timeoutSeconds", 1))
+        if "exec" in probe:
+            return _exec_within(pod.container, probe["exec"]["command"], timeout_s)
+        assert set(probe["grpc"]) <= {"port", "service"}, f"probe {probe} is not modelled here"
         return health(f"127.0.0.1:{pod.host_port}", timeout_s) == "SERVING"
 
     def _probe(self, pod: Pod) -> None:
@@ -323,6 +377,21 @@ def _exec_quietly(container: Any, argv: list[str]) -> None:
     as the kubelet goes on to SIGTERM when a preStop hook fails."""
     with contextlib.suppress(Exception):
         container.exec_run(argv)
+
+
+def _exec_within(container: Any, argv: list[str], timeout_s: float) -> bool:
+    """An exec probe: ``argv`` in the container exits 0 within ``timeout_s`` (a container that
+    cannot run it, paused or exited, fails)."""
+    exit_codes: list[int | None] = []
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            exit_codes.append(container.exec_run(argv).exit_code)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(timeout_s)
+    return not runner.is_alive() and exit_codes == [0]
 
 
 def _free_port() -> int:

@@ -2,7 +2,8 @@
 pod-shaped container tests (tests/containers/test_kubernetes_pods.py).
 
 ``Manifests.render(overlay)`` builds one overlay (tests/support/kustomize.py, compared with
-``kubectl kustomize`` where kubectl exists) and finds its objects by kind and name.
+``kubectl kustomize`` where kubectl exists) and finds its objects by kind and name; ``tls``
+says whether it includes components/tls (the node's TLS files in its environment).
 ``pod_environment`` builds the environment one StatefulSet pod's container gets: ``envFrom``
 ConfigMaps, then ``env`` with the downward API (``fieldRef``) and the ``$(VAR)`` expansion the
 kubelet does. ``run_shell`` runs a container's shell script (its start command, its preStop
@@ -29,7 +30,9 @@ from tests.support.kustomize import build
 
 MANIFEST_DIR = REPO_ROOT / "deploy" / "kubernetes"
 BASE_DIR = MANIFEST_DIR / "base"
-OVERLAYS = ("dev", "prod")
+TLS_COMPONENT_DIR = MANIFEST_DIR / "components" / "tls"
+# dev-tls: dev with components/tls.
+OVERLAYS = ("dev", "prod", "dev-tls")
 
 # The kubelet's expansion: "$$" is a literal "$", "$(NAME)" a variable defined before; a
 # reference to an undefined variable stays as written.
@@ -53,6 +56,12 @@ class Manifests:
         (namespace,) = {obj["metadata"]["namespace"] for obj in self.objects}
         assert isinstance(namespace, str)
         return namespace
+
+    @property
+    def tls(self) -> bool:
+        """Whether the nodes serve TLS: their environment names a certificate."""
+        names = {v["name"] for v in node_container(self.one("StatefulSet")).get("env", [])}
+        return "RAFTLOG_TLS_CERT_FILE" in names
 
     def all_of(self, kind: str) -> list[Object]:
         return [obj for obj in self.objects if obj["kind"] == kind]

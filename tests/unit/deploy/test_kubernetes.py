@@ -1,7 +1,8 @@
 """deploy/kubernetes: every overlay renders, is valid against the Kubernetes API schemas
 (strict: a misspelt field fails), passes the security checks checkov would make, and is right in
 what the schemas cannot see: the names, selectors, ports, peer list, start command and preStop
-hook that have to agree with each other and with the node's configuration rules.
+hook that have to agree with each other and with the node's configuration rules. The overlays
+include dev-tls (dev with components/tls), whose TLS specifics are test_kubernetes_tls.py's.
 
 Nothing here talks to a cluster (none can run on this machine): the schemas come with
 kubernetes-validate, the build from tests/support/kustomize.py (checked against ``kubectl
@@ -21,6 +22,7 @@ import kubernetes_validate  # type: ignore[import-untyped]  # ships no py.typed
 import pytest
 import yaml  # type: ignore[import-untyped]  # no types-PyYAML in the dev extra
 
+from raftlog.cli.health import default_address
 from raftlog.node.config import parse_address, parse_peers
 from raftlog.node.config_sources import load_config
 from tests.support import REPO_ROOT
@@ -43,6 +45,8 @@ KUBERNETES_VERSIONS = ("1.30", kubernetes_validate.latest_version())
 DOCKERFILE = REPO_ROOT / "deploy" / "Dockerfile"
 # The static voters, raftlog-0..2; a higher ordinal joins them.
 STATIC_VOTERS = 3
+# The exec probes of components/tls run the image's health check.
+HEALTH_CHECK = ["python3", "-m", "raftlog.cli.health"]
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)
@@ -121,6 +125,15 @@ def test_services_and_probes_use_the_port_the_node_listens_on(
     _, listen_port = parse_address(env["RAFTLOG_LISTEN_ADDRESS"], "RAFTLOG_LISTEN_ADDRESS")
     assert node_port(statefulset) == listen_port
     probes = ("startupProbe", "readinessProbe", "livenessProbe")
+    if manifests.tls:
+        # The kubelet's gRPC probe dials plain TCP only: exec probes of the health check, which
+        # dials RAFTLOG_LISTEN_ADDRESS (wildcard host -> loopback), service "".
+        for name in probes:
+            assert container[name]["exec"]["command"][:3] == HEALTH_CHECK, name
+            assert "--address" not in container[name]["exec"]["command"], name
+            assert "--service" not in container[name]["exec"]["command"], name
+        assert default_address(env) == f"127.0.0.1:{listen_port}"
+        probes = ()
     # Native gRPC probes on grpc.health.v1 (the node serves the overall service "").
     assert {name: container[name]["grpc"].get("service", "") for name in probes} == dict.fromkeys(
         probes, ""
@@ -209,9 +222,18 @@ def test_pre_stop_hands_leadership_over_only_from_the_leader(
     hook = container["lifecycle"]["preStop"]["exec"]["command"]
     done, calls = run_shell(hook, env, stand_in, tmp_path)
     assert done.returncode == 0, done.stderr
-    listed = ["member", "list", "--servers", "127.0.0.1:7701", "--timeout-s", "3"]
-    transfer = ["leader", "transfer", "--servers", "127.0.0.1:7701", "--timeout-s", "10"]
+    # With TLS the hook dials the pod's stable name, which its certificate carries (loopback
+    # need not be in it); the CLI takes its TLS settings from RAFTLOG_TLS_CA/CERT/KEY.
+    server = env["RAFTLOG_ADVERTISE_ADDRESS"] if manifests.tls else "127.0.0.1:7701"
+    listed = ["member", "list", "--servers", server, "--timeout-s", "3"]
+    transfer = ["leader", "transfer", "--servers", server, "--timeout-s", "10"]
     assert [c["argv"] for c in calls] == [listed, transfer] if transfers else [listed]
+    for call in calls:
+        tls = {key: call["env"].get(f"RAFTLOG_TLS_{key}") for key in ("CA", "CERT", "KEY")}
+        if manifests.tls:
+            assert tls == {key: env[f"RAFTLOG_TLS_{key}_FILE"] for key in tls}
+        else:
+            assert tls == dict.fromkeys(tls)
     # The hand-over must fit in the grace period, with the stop after it.
     assert statefulset["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 10 + 4 + 3
 
