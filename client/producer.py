@@ -79,17 +79,37 @@ class _Batch:
     sequence: int = 0
     uniq_keys: list[str] = field(default_factory=list)
     single: bool = False
+    # ProduceRequest.delay_level / deliver_at_ms (0: none): only equal delays coalesce.
+    delay: tuple[int, int] = (0, 0)
 
     @classmethod
-    def of(cls, topic: str, messages: list[Any], *, single: bool = False) -> _Batch:
+    def of(
+        cls,
+        topic: str,
+        messages: list[Any],
+        *,
+        single: bool = False,
+        delay_level: int = 0,
+        deliver_at_ms: int = 0,
+    ) -> _Batch:
         """A new batch of ProduceMessages."""
         if not messages:
             raise ValueError("a batch holds at least one message")
         uniq_keys = [m.uniq_key for m in messages]
-        return cls(topic, messages, Future(), uniq_keys=uniq_keys, single=single)
+        delay = _delay(delay_level, deliver_at_ms)
+        return cls(topic, messages, Future(), uniq_keys=uniq_keys, single=single, delay=delay)
 
     def settle(self, results: list[SendResult]) -> None:
         self.future.set_result(results[0] if self.single else results)
+
+
+def _delay(delay_level: int, deliver_at_ms: int) -> tuple[int, int]:
+    """A send's delay fields, checked for form (the node checks them against its bounds)."""
+    if delay_level and deliver_at_ms:
+        raise ValueError("set at most one of delay_level and deliver_at_ms")
+    if delay_level < 0 or deliver_at_ms < 0:
+        raise ValueError(f"delay_level {delay_level} / deliver_at_ms {deliver_at_ms} < 0")
+    return delay_level, deliver_at_ms
 
 
 def _properties(properties: Mapping[str, str] | Sequence[tuple[str, str]]) -> list[Any]:
@@ -167,6 +187,7 @@ def _one(
     uniq_key: str,
     *,
     single: bool = False,
+    delay: tuple[int, int] = (0, 0),
 ) -> _Batch:
     """The batch of ``send``/``send_async``'s one message (their keyword arguments)."""
     message = _message_proto(
@@ -178,7 +199,7 @@ def _one(
         properties=properties,
         uniq_key=uniq_key,
     )
-    return _Batch.of(topic, [message], single=single)
+    return _Batch.of(topic, [message], single=single, delay_level=delay[0], deliver_at_ms=delay[1])
 
 
 def _to_proto(message: OutgoingMessage | bytes) -> Any:
@@ -276,11 +297,19 @@ class Producer:
         sharding_key: str | None = None,
         properties: Mapping[str, str] | Sequence[tuple[str, str]] = (),
         uniq_key: str = "",
+        delay_level: int = 0,
+        deliver_at_ms: int = 0,
     ) -> SendResult:
         """Send one message and wait for it to be stored. Raises a RaftlogError subclass;
-        UnknownOutcomeError means it may or may not be stored (never "failed")."""
+        UnknownOutcomeError means it may or may not be stored (never "failed").
+
+        A delay message (docs/messaging.md): ``delay_level`` N delivers it to ``topic`` after
+        the node's N-th delay level (1s 5s 10s 30s 1m ... 2h by default); ``deliver_at_ms``
+        at that time (ms since the epoch, at most the node's timer_max_delay_ms ahead). The
+        result then names its place in the schedule topic (SCHEDULE_TOPIC_XXXX)."""
         fields = (key, keys, tags, queue_id, sharding_key, properties, uniq_key)
-        results: list[SendResult] = self._send_batch_now(_one(topic, body, *fields))
+        batch = _one(topic, body, *fields, delay=_delay(delay_level, deliver_at_ms))
+        results: list[SendResult] = self._send_batch_now(batch)
         return results[0]
 
     def send_batch(
@@ -319,11 +348,14 @@ class Producer:
         sharding_key: str | None = None,
         properties: Mapping[str, str] | Sequence[tuple[str, str]] = (),
         uniq_key: str = "",
+        delay_level: int = 0,
+        deliver_at_ms: int = 0,
     ) -> Future[SendResult]:
         """Queue one message; the future holds its SendResult or RaftlogError. Messages of
-        one producer are stored in the order they were queued."""
+        one producer are stored in the order they were queued. ``delay_level`` and
+        ``deliver_at_ms``: as ``send``."""
         fields = (key, keys, tags, queue_id, sharding_key, properties, uniq_key)
-        batch = _one(topic, body, *fields, single=True)
+        batch = _one(topic, body, *fields, single=True, delay=_delay(delay_level, deliver_at_ms))
         with self._submit_lock:
             if self._closed:
                 raise RaftlogError("the producer is closed")
@@ -403,6 +435,7 @@ class Producer:
                 candidate is None
                 or not candidate.messages
                 or candidate.topic != first.topic
+                or candidate.delay != first.delay
                 or message_count + len(candidate.messages) > MAX_COALESCED_MESSAGES
             ):
                 self._carry = candidate
@@ -432,6 +465,7 @@ class Producer:
             messages=[m for member in members for m in member.messages],
             future=Future(),
             uniq_keys=[k for member in members for k in member.uniq_keys],
+            delay=members[0].delay,
         )
         try:
             results = self._deliver(merged)
@@ -504,6 +538,8 @@ class Producer:
             messages=batch.messages,
             producer_id=self.producer_id,
             sequence=batch.sequence,
+            delay_level=batch.delay[0],
+            deliver_at_ms=batch.delay[1],
         )
 
         def produce(timeout_s: float) -> Any:

@@ -22,6 +22,12 @@ import re
 from dataclasses import dataclass, field
 
 from raftlog.node.config_roles import master_slave_problem
+from raftlog.node.messaging.delay import (
+    DEFAULT_DELAY_LEVELS,
+    DEFAULT_TIMER_MAX_DELAY_MS,
+    DelaySettings,
+    parse_delay_levels,
+)
 from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.topic_config import MAX_QUEUE_COUNT
 from raftlog.store.validation import Limits
@@ -216,6 +222,11 @@ class NodeConfig:
     # acl_superusers: comma-separated client names allowed everything (they make the rules).
     acl_enable: bool = False
     acl_superusers: str | None = None
+    # -- delay messages (docs/messaging.md): the delay levels, RocketMQ's messageDelayLevel
+    # (level N = the N-th duration; the same on every member), and how far ahead a
+    # ``deliver_at_ms`` may be (RocketMQ's timerMaxDelaySec).
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    timer_max_delay_ms: int = DEFAULT_TIMER_MAX_DELAY_MS
 
     def __post_init__(self) -> None:
         check_id("node_id", self.node_id)
@@ -308,6 +319,7 @@ class NodeConfig:
                 f"max_produce_request_bytes: {self.max_produce_request_bytes} must be greater "
                 f"than max_body_bytes ({self.max_body_bytes})"
             )
+        self.delay_settings()  # the delay levels and bound a produce is checked against
 
     def _check_metrics_listen(self) -> None:
         if self.metrics_listen is None:
@@ -354,6 +366,18 @@ class NodeConfig:
                     f"acl_superusers: {name!r} is not a client name (1..64 characters from "
                     "[A-Za-z0-9_.@-])"
                 )
+
+    def delay_settings(self) -> DelaySettings:
+        """The delay levels and bound (ConfigError naming a bad one)."""
+        try:
+            levels_ms = parse_delay_levels(self.message_delay_level)
+        except ValueError as error:
+            raise ConfigError(f"message_delay_level: {error}") from None
+        if type(self.timer_max_delay_ms) is not int or self.timer_max_delay_ms <= 0:
+            raise ConfigError(
+                f"timer_max_delay_ms: {self.timer_max_delay_ms!r} must be a positive integer"
+            )
+        return DelaySettings(levels_ms, self.timer_max_delay_ms)
 
     @property
     def tls_enabled(self) -> bool:

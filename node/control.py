@@ -13,6 +13,9 @@ Layout of an entry payload:
 - ``CreateTopic``, ``CommitOffsets`` or ``ChangeAccess``: exactly one control record.
 - an idempotent produce: one ``ProduceMarker`` record first, then the batch's records; the
   marker is applied with the batch (same entry: atomic).
+- a delay scheduler's delivery: one ``ScheduleProgress`` record first, then the delivered
+  copies (records of any topics); the progress is applied with them (same entry: atomic), so
+  a new leader neither loses nor repeats a delivery (node/replication/scheduler.py).
 - a plain produce: only the batch's records.
 
 Rules this module keeps: bodies are compact JSON with a version field; decoding refuses an
@@ -65,9 +68,20 @@ class ChangeAccess:
     revoke: bool
 
 
-ControlCommand = CreateTopic | CommitOffsets | ProduceMarker | ChangeAccess
+@dataclass(frozen=True, slots=True)
+class ScheduleProgress:
+    """The entry's other records are due delay messages delivered by the scheduler. Per
+    schedule queue ``(queue_id, low, delivered)``: every queue offset below ``low`` is done,
+    and so is each of ``delivered`` (offsets at or past ``low``; the timer queue delivers out
+    of arrival order)."""
+
+    queues: tuple[tuple[int, int, tuple[int, ...]], ...]
+
+
+ControlCommand = CreateTopic | CommitOffsets | ProduceMarker | ChangeAccess | ScheduleProgress
 StoreCommand = CreateTopic | CommitOffsets | ChangeAccess
 """The commands every replica applies to its store (the rest belong to the write path)."""
+STORE_COMMAND_TYPES = (CreateTopic, CommitOffsets, ChangeAccess)
 
 
 def is_reserved_topic(topic: str) -> bool:
@@ -95,6 +109,11 @@ def control_message(command: ControlCommand) -> Message:
             "topic_pattern": command.topic_pattern,
             "permissions": list(command.permissions),
             "revoke": command.revoke,
+        }
+    elif isinstance(command, ScheduleProgress):
+        body = {
+            "op": "schedule_progress",
+            "queues": [[q, low, list(delivered)] for q, low, delivered in command.queues],
         }
     else:
         body = {"op": "produce", "producer_id": command.producer_id, "sequence": command.sequence}
@@ -127,6 +146,12 @@ def decode_command(body: bytes) -> ControlCommand:
             return CommitOffsets(str(fields["group"]), offsets)
         if op == "produce":
             return ProduceMarker(str(fields["producer_id"]), int(fields["sequence"]))
+        if op == "schedule_progress":
+            queues = tuple(
+                (int(q), int(low), tuple(int(o) for o in delivered))
+                for q, low, delivered in fields["queues"]
+            )
+            return ScheduleProgress(queues)
         if op == "change_access":
             permissions = tuple(str(name) for name in fields["permissions"])
             return ChangeAccess(

@@ -73,6 +73,7 @@ def service_limits(config: NodeConfig) -> ServiceLimits:
         max_pull_messages=config.max_pull_message_count,
         # The default batch stays 32 unless the cap is set lower.
         default_pull_messages=min(DEFAULT_PULL_MESSAGES, config.max_pull_message_count),
+        delay=config.delay_settings(),
     )
 
 

@@ -147,18 +147,22 @@ class ProduceMessage(_message.Message):
     def __init__(self, queue_id: _Optional[int] = ..., sharding_key: _Optional[str] = ..., keys: _Optional[_Iterable[str]] = ..., tags: _Optional[str] = ..., uniq_key: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[Property, _Mapping]]] = ..., body: _Optional[bytes] = ..., flag: _Optional[int] = ..., born_timestamp_ms: _Optional[int] = ..., sys_flag: _Optional[int] = ..., reconsume_times: _Optional[int] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("topic", "messages", "records", "producer_id", "sequence")
+    __slots__ = ("topic", "messages", "records", "producer_id", "sequence", "delay_level", "deliver_at_ms")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    DELAY_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
     topic: str
     messages: _containers.RepeatedCompositeFieldContainer[ProduceMessage]
     records: bytes
     producer_id: str
     sequence: int
-    def __init__(self, topic: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ProduceMessage, _Mapping]]] = ..., records: _Optional[bytes] = ..., producer_id: _Optional[str] = ..., sequence: _Optional[int] = ...) -> None: ...
+    delay_level: int
+    deliver_at_ms: int
+    def __init__(self, topic: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ProduceMessage, _Mapping]]] = ..., records: _Optional[bytes] = ..., producer_id: _Optional[str] = ..., sequence: _Optional[int] = ..., delay_level: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ...) -> None: ...
 
 class ProduceResult(_message.Message):
     __slots__ = ("queue_id", "queue_offset", "physical_offset", "msg_id")

@@ -10,7 +10,8 @@ Rules this module keeps:
 - The dispatched offset moves only after a batch's units and entries are written, so a reader
   or a checkpoint never sees it ahead of the data.
 - Per-record work is one ``read_dispatch_info`` plus CRC32 calls (hashing.py); the record was
-  verified when it was written or recovered, so nothing is checked twice here.
+  verified when it was written or recovered, so nothing is checked twice here. A schedule
+  topic record is decoded whole: its unit holds its delivery time (``unit_tag_hash``).
 - A writer that already knows what dispatch needs of the records it just appended (their
   place, queue offset, tag hash and key hashes) hands it over with ``expect``, in log order,
   right after the append, with where the log ended before it. Dispatch then takes those
@@ -30,9 +31,9 @@ from collections.abc import Callable, Iterable, Iterator
 
 from raftlog.store.commit_log import CommitLog
 from raftlog.store.consume_queue import ConsumeQueue, encode_unit
-from raftlog.store.hashing import key_hash, tag_hash
+from raftlog.store.hashing import SCHEDULE_TOPIC, key_hash, tag_hash, unit_tag_hash
 from raftlog.store.index_file import IndexPut, IndexService
-from raftlog.store.record import read_dispatch_info
+from raftlog.store.record import decode_record, read_dispatch_info
 
 DEFAULT_BATCH_RECORDS = 4096
 MAX_EXPECTED_RECORDS = 1 << 16
@@ -155,12 +156,17 @@ class Dispatcher:
             key_hashes = tuple([key_hash(topic, key) for key in keys])
             if uniq_key:
                 key_hashes += (key_hash(topic, uniq_key),)
+            if topic == SCHEDULE_TOPIC:
+                # Its unit holds the delivery time, a property: the rare record parsed whole.
+                tag = unit_tag_hash(topic, tags, decode_record(view, 0).properties)
+            else:
+                tag = tag_hash(tags)
             yield (
                 physical_offset,
                 size,
                 (topic, queue_id),
                 queue_offset,
-                tag_hash(tags),
+                tag,
                 key_hashes,
                 timestamp_ms,
             )

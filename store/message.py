@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from raftlog.store.errors import InvalidArgumentError, PropertiesTooLargeError
-from raftlog.store.hashing import key_hash, tag_hash
+from raftlog.store.hashing import key_hash, unit_tag_hash
 from raftlog.store.record import (
     KEY_SEPARATOR,
     NAME_VALUE_SEPARATOR,
@@ -126,4 +126,4 @@ def hint_of_properties(topic: str, properties: Sequence[tuple[str, str]]) -> Dis
     uniq_key = found.get(PROPERTY_UNIQ_KEY, "")
     if uniq_key:
         key_hashes += (key_hash(topic, uniq_key),)
-    return tag_hash(found.get(PROPERTY_TAGS, "")), key_hashes
+    return unit_tag_hash(topic, found.get(PROPERTY_TAGS, ""), properties), key_hashes

@@ -64,6 +64,7 @@ from raftlog.store.commit_log import CommitLog, Envelope
 from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.consume_queue import (
     ConsumeQueue,
+    ConsumeQueueUnit,
     FileHandleCache,
     WriteBehind,
     list_queues,
@@ -572,6 +573,22 @@ class MessageStore:
 
     def min_queue_offset(self, topic: str, queue_id: int) -> int:
         return self._reader.min_queue_offset(topic, queue_id)
+
+    def read_units(
+        self, topic: str, queue_id: int, queue_offset: int, max_units: int
+    ) -> list[ConsumeQueueUnit]:
+        """Up to ``max_units`` dispatched ConsumeQueue units from ``queue_offset`` on: where
+        each record lies and its tag field, without reading the records (the delay scheduler
+        finds due messages by the delivery time a schedule unit holds). Units below
+        ``min_queue_offset`` may point at records retention deleted; an offset below the
+        queue's first unit is InvalidOffsetError (the answer would start elsewhere)."""
+        queue = self._reader.check_queue(topic, queue_id)
+        if queue_offset < queue.min_queue_offset:
+            raise InvalidOffsetError(
+                f"{topic}/{queue_id}: queue offset {queue_offset} is below the first unit "
+                f"{queue.min_queue_offset}"
+            )
+        return queue.read(queue_offset, max_units)
 
     def max_queue_offset(self, topic: str, queue_id: int) -> int:
         """The next queue offset to become visible."""

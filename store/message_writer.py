@@ -22,7 +22,7 @@ from raftlog.store.commit_log import CommitLog
 from raftlog.store.consume_queue import ConsumeQueue
 from raftlog.store.dispatcher import Dispatcher
 from raftlog.store.errors import CorruptRecordError, InvalidArgumentError, PropertiesTooLargeError
-from raftlog.store.hashing import key_hash, tag_hash
+from raftlog.store.hashing import key_hash, unit_tag_hash
 from raftlog.store.message import (
     RESERVED_PROPERTY_KEYS,
     BlockEntry,
@@ -206,7 +206,8 @@ class MessageWriter:
                 key_hashes = tuple([key_hash(topic, key) for key in message.keys])
                 if message.uniq_key:
                     key_hashes += (key_hash(topic, message.uniq_key),)
-                hints.append((tag_hash(message.tags), key_hashes))
+                tag = unit_tag_hash(topic, message.tags, message.properties)
+                hints.append((tag, key_hashes))
         return records, entries
 
     def append(

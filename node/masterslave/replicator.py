@@ -33,7 +33,7 @@ import grpc
 
 from raftlog.node.control import (
     CONTROL_TOPIC,
-    ProduceMarker,
+    STORE_COMMAND_TYPES,
     apply_to_store,
     control_command_of,
 )
@@ -192,7 +192,7 @@ class SlaveReplicator:
         for record in records:
             if record.topic == CONTROL_TOPIC:
                 command = control_command_of(data[position : position + record.size])
-                if command is not None and not isinstance(command[0], ProduceMarker):
+                if command is not None and isinstance(command[0], STORE_COMMAND_TYPES):
                     try:
                         apply_to_store(self._store, command[0])
                     except StoreError as error:

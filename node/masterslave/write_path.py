@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from raftlog.node.control import (
+    STORE_COMMAND_TYPES,
     ChangeAccess,
     CommitOffsets,
     ControlCommand,
@@ -192,7 +193,7 @@ class MasterSlaveWritePath:
         """Write ``command`` as a control record, apply it here, wait like a produce (its
         replication status, without a ProduceOutcome's timestamp read)."""
         master = self._require_master()
-        assert not isinstance(command, ProduceMarker)
+        assert isinstance(command, STORE_COMMAND_TYPES)
         results = self._store.put_messages([control_message(command)])
         apply_to_store(self._store, command)
         self.notify_visible()

@@ -23,6 +23,7 @@ import grpc
 
 from raftlog.node.config import NodeConfig
 from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC
+from raftlog.node.messaging.delay import SCHEDULE_QUEUE_COUNT
 from raftlog.node.peer.dialer import PeerDialer
 from raftlog.node.peer.segment_source import SegmentSource
 from raftlog.node.peer.service import RaftPeerService
@@ -34,10 +35,12 @@ from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES
 from raftlog.node.replication.raft_log_storage import RaftLogStorage, snapshot_point_path
 from raftlog.node.replication.raft_write_path import RaftWritePath
 from raftlog.node.replication.replica import Replica, ReplicaSettings
+from raftlog.node.replication.scheduler import Scheduler
 from raftlog.node.replication.snapshot_install import resume_interrupted_install
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.raft.types import ConfChange, ConfState, EntryType, Ready
 from raftlog.store.filesystem import OsFileSystem
+from raftlog.store.hashing import SCHEDULE_TOPIC
 from raftlog.store.message_store import MessageStore
 
 _log = logging.getLogger("raftlog.node")
@@ -92,8 +95,10 @@ class RaftMember:
             housekeeping_interval_ms=None,
         )
         try:
-            # Local and identical on every replica: the control topic has one queue.
+            # Local and identical on every replica: the control topic has one queue, the
+            # schedule topic one per delay level and the timer queue (messaging/delay.py).
             self.store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
+            self.store.create_topic(SCHEDULE_TOPIC, SCHEDULE_QUEUE_COUNT)
             self.book, bootstrap = _membership_at_start(config)
             self.raft_log = _open_raft_log(self.store, config.store_dir, bootstrap)
         except BaseException:
@@ -123,6 +128,7 @@ class RaftMember:
             self._membership_applied,
         )
         self.write_path = RaftWritePath(self.replica)
+        self.scheduler = Scheduler(self.replica)
         self.membership = MembershipChanges(self.replica, self.book)
         self._was_member = True
         self._peer_service = RaftPeerService(
@@ -177,13 +183,15 @@ class RaftMember:
 
     def start(self) -> None:
         self.replica.start()
+        self.scheduler.start()
         if self._config.join_addresses:
             # A learner that joined (now, or before a restart) asks to become a voter.
             start_promotion(self._config, lambda: self.replica.view, self.replica.stopping)
 
     def stop_replication(self, handover_s: float = 3.0) -> None:
-        """Before the server stops: hand leadership over (within ``handover_s``) and stop the
-        Raft loop."""
+        """Before the server stops: stop delivering delayed messages, hand leadership over
+        (within ``handover_s``) and stop the Raft loop."""
+        self.scheduler.close()
         self.replica.close(handover_s)
 
     def close(self) -> None:

@@ -74,6 +74,9 @@ class Proposal:
     followers: list[Proposal] = field(default_factory=list)
     # Producer-encoded records: the leader stamps its store host into them too.
     encoded: bool = False
+    # Proposed only in this term (0: any): the delay scheduler decided on the state of one
+    # term, which another term's leader may have changed since.
+    required_term: int = 0
 
 
 class Proposals:
@@ -123,6 +126,9 @@ class Proposals:
         for proposal in queued:
             if not proposal.future.set_running_or_notify_cancel():
                 continue  # the caller gave up before it was proposed
+            if proposal.required_term and proposal.required_term != self._node.term:
+                proposal.future.set_exception(self._not_leader())
+                continue
             if proposal.producer_id and not self._admit_sequence(proposal):
                 continue
             self._stamp(proposal, now_ms)

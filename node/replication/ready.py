@@ -7,7 +7,8 @@ One Ready, in this order (the contract in raftlog.raft.types):
 2. a leader sends its APPENDs and HEARTBEATs at once (thesis §10.2.1): followers write in
    parallel with the leader, and the leader counts its own copy only once it is durable,
    which this loop guarantees because nothing is stepped before the Ready is done;
-3. a staged snapshot is installed (the store swaps in the leader's segments);
+3. a staged snapshot is installed (the store swaps in the leader's segments, and its topics,
+   offsets and access rules for the leader's: snapshot_install.py);
 4. entries are appended BEFORE the hard state: the Ready's commit index may already cover
    entries that replace a conflicting uncommitted tail in this same Ready, and the log
    refuses to truncate at or below the commit index it holds (etcd's WAL does the same);
@@ -15,8 +16,9 @@ One Ready, in this order (the contract in raftlog.raft.types):
    is durable before the message granting it leaves, and an acknowledged entry before its ack;
 6. the other messages go;
 7. committed entries are applied: control records (topics, consumer offsets, producer
-   sequences) in log order, then the store dispatches up to the end of the last one, so
-   readers never see an uncommitted byte; the listener hears of them (futures resolve);
+   sequences, the delay scheduler's progress) in log order, then the store dispatches up to
+   the end of the last one, so readers never see an uncommitted byte; the listener hears of
+   them (futures resolve);
 8. ``advance``, then the listener's ``advanced`` (read-index answers, write readiness).
 
 A full disk (the Raft log's append refused with DiskFullError, nothing of it written) is not
@@ -46,9 +48,11 @@ from typing import Protocol
 from raftlog.node.control import (
     ControlCommand,
     ProduceMarker,
+    ScheduleProgress,
     apply_to_store,
     control_command_of,
 )
+from raftlog.node.messaging.schedule_table import ScheduleTable
 from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.node.replication.producer_table import ProducerTable
 from raftlog.node.replication.raft_log_storage import RaftLogStorage
@@ -116,6 +120,8 @@ class ReadyHandler:
         self._listener = listener
         self._settings = settings
         self.producers = ProducerTable(settings.producer_retention_ms)
+        # The delay scheduler's progress, applied with the copies it delivered.
+        self.schedule = ScheduleTable()
         # The last Ready's entries could not be written (the disk is full): the refusal.
         self.disk_full: DiskFullError | None = None
         self.applied_index = raft_log.first_index() - 1
@@ -230,6 +236,8 @@ class ReadyHandler:
                 self.producers.apply(
                     command.producer_id, command.sequence, (entry.index, entry.term), timestamp_ms
                 )
+            elif isinstance(command, ScheduleProgress):
+                self.schedule.apply(command)
             else:
                 apply_to_store(self._store, command)
         except StoreError as error:

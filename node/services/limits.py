@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
 from raftlog.node.errors import InvalidRequestError
+from raftlog.node.messaging.delay import DelaySettings
 from raftlog.store.topic_config import MAX_QUEUE_COUNT
 from raftlog.store.validation import Limits
 
@@ -85,6 +86,9 @@ class ServiceLimits:
     # clients keep up to 64 (the benches do); past that, calls only queue behind the 64
     # handler threads, so this bounds what one connection can pile up on the node.
     max_inflight_produce_count: int = 128
+    # Delay messages: the level table and how far ahead a delivery time may be (node settings
+    # message_delay_level and timer_max_delay_ms; node/messaging/delay.py).
+    delay: DelaySettings = field(default_factory=DelaySettings)
 
     def __post_init__(self) -> None:
         for limit in fields(self):

@@ -4,8 +4,11 @@ Rules this module keeps:
 - Limits first (limits.py): the request's bytes and message count, and the produces in flight
   on its connection (counted while the call runs, refusals included).
 - Stateless checks next (wire.py): topic name and reserved prefix, exactly one of
-  ``messages``/``records``, producer id and sequence, negative fields, sys_flag bits. Whether
-  the topic and queues exist is the store's and the write path's business.
+  ``messages``/``records``, producer id and sequence, negative fields, sys_flag bits, and the
+  delay fields (delayed_produce.py). Whether the topic and queues exist is the store's and
+  the write path's business.
+- A delay message is rewritten into the schedule topic before the write path sees it
+  (delayed_produce.py), so idempotence, atomicity and the answer are a plain batch's.
 - The write waits at most min(what is left of the call's deadline, ``max_write_timeout_s``);
   past that the write path answers UNKNOWN OUTCOME (DEADLINE_EXCEEDED), never "failed".
 - A member that is not the leader refuses before proposing (FAILED_PRECONDITION + NotLeader):
@@ -22,6 +25,8 @@ from collections.abc import Callable
 import grpc
 
 from raftlog.node.errors import NotLeaderError
+from raftlog.node.messaging.rewrite import messages_of_records
+from raftlog.node.services.delayed_produce import check_delay, delayed, wants_delay
 from raftlog.node.services.limits import (
     InflightLimit,
     ServiceLimits,
@@ -41,7 +46,7 @@ from raftlog.node.services.wire import (
 from raftlog.node.write_path import ClusterView, ProduceOutcome, WritePath
 from raftlog.proto import client_pb2, client_pb2_grpc
 from raftlog.store.errors import UnknownTopicError
-from raftlog.store.message_store import MessageStore
+from raftlog.store.message_store import Message, MessageStore
 
 # Cluster views refresh every 50 ms (or at a role change); polling faster would not see more.
 _VIEW_POLL_S = 0.02
@@ -87,7 +92,8 @@ class ProducerService(client_pb2_grpc.ProducerServicer):
         require_producer_identity(
             request.producer_id, request.sequence, limits.max_producer_id_bytes
         )
-        if request.records:
+        check_delay(request, limits.delay, self._write_path)
+        if request.records and not wants_delay(request):
             return self._write_path.produce_encoded(
                 request.topic,
                 request.records,
@@ -95,13 +101,7 @@ class ProducerService(client_pb2_grpc.ProducerServicer):
                 sequence=request.sequence,
                 timeout_s=timeout_for_call(context.time_remaining(), limits.max_write_timeout_s),
             )
-        messages = store_messages(
-            request.topic,
-            request.messages,
-            queue_count_of=self._queue_count,
-            selector=self._selector,
-            born_host=born_host_from_peer(context.peer()),
-        )
+        messages = self._messages(request, context)
         return self._write_path.produce(
             messages,
             producer_id=request.producer_id,
@@ -109,6 +109,25 @@ class ProducerService(client_pb2_grpc.ProducerServicer):
             # Computed last: the conversion above took some of the call's time.
             timeout_s=timeout_for_call(context.time_remaining(), limits.max_write_timeout_s),
         )
+
+    def _messages(
+        self, request: client_pb2.ProduceRequest, context: grpc.ServicerContext
+    ) -> list[Message]:
+        """The batch as store Messages, rewritten into the schedule topic when it asks for a
+        delay (delayed_produce.py)."""
+        if request.records:
+            messages = messages_of_records(request.topic, request.records)
+        else:
+            messages = store_messages(
+                request.topic,
+                request.messages,
+                queue_count_of=self._queue_count,
+                selector=self._selector,
+                born_host=born_host_from_peer(context.peer()),
+            )
+        if wants_delay(request):
+            return delayed(messages, request, self._limits.delay)
+        return messages
 
     def _queue_count(self, topic: str) -> int:
         """The topic's queue count from this member's applied state. A topic unknown here

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 
 from raftlog.node.control import RESERVED_TOPIC_PREFIX, is_reserved_topic
 from raftlog.node.errors import InvalidRequestError
+from raftlog.node.messaging.retry import is_node_written_topic
 from raftlog.node.write_path import ProduceOutcome
 from raftlog.proto import client_pb2
 from raftlog.store.errors import InvalidMessageIdError
@@ -80,12 +81,19 @@ def require_topic_name(topic: str, limits: Limits) -> None:
 
 
 def require_client_topic(topic: str, limits: Limits) -> None:
-    """A topic a client may write to or create: well-formed and not reserved for raftlog."""
+    """A topic a client may write to or create: well-formed, not reserved for raftlog, and
+    not one the node writes for delay, retry and dead letters (node/messaging/retry.py)."""
     validate_topic(topic, limits)
     if is_reserved_topic(topic):
         raise InvalidRequestError(
             f"topic {topic!r}: names starting with {RESERVED_TOPIC_PREFIX!r} are reserved for "
             "raftlog's own use"
+        )
+    if is_node_written_topic(topic):
+        raise InvalidRequestError(
+            f"topic {topic!r} is written only by the node: send with delay_level or "
+            "deliver_at_ms for a delay, Consumer.reconsume_later for a retry, `raftlog dlq "
+            "resend` to send a dead letter back"
         )
 
 

@@ -1,0 +1,70 @@
+"""ScheduleTable: how far the delay scheduler got in each schedule queue, as every replica
+learns it from the log.
+
+State per schedule queue: ``low`` (every queue offset below it is done: delivered, or skipped
+as undeliverable) and ``delivered`` (offsets at or past ``low`` already delivered: the timer
+queue's messages come due out of arrival order; a level queue's never do, so its set stays
+empty). The scheduler's ``ScheduleProgress`` control record leads the entry that holds the
+copies it delivered (node/control.py), and ``apply`` runs when that entry is applied, so the
+table and the delivered copies agree at every point of the log: a new leader resumes exactly
+where the committed log says, neither losing nor repeating a delivery.
+
+Rules this module keeps:
+- ``apply`` is idempotent and monotonic (``low`` only grows; the set keeps only offsets at or
+  past ``low``), so replaying the retained log on a restart rebuilds the table. A progress
+  record retention deleted lies after the message it delivered, so that message is deleted
+  too: the scheduler also starts no lower than the queue's first live offset.
+- Written on the Raft loop, read by the scheduler's thread: every access holds the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from raftlog.node.control import ScheduleProgress
+
+
+class ScheduleTable:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._low: dict[int, int] = {}
+        self._delivered: dict[int, set[int]] = {}
+
+    def apply(self, progress: ScheduleProgress) -> None:
+        """A committed progress record (every replica, in log order)."""
+        with self._lock:
+            for queue_id, low, delivered in progress.queues:
+                new_low = max(self._low.get(queue_id, 0), low)
+                done = self._delivered.get(queue_id, set())
+                done.update(delivered)
+                if new_low != self._low.get(queue_id, 0):
+                    done = {offset for offset in done if offset >= new_low}
+                self._low[queue_id] = new_low
+                if done:
+                    self._delivered[queue_id] = done
+                else:
+                    self._delivered.pop(queue_id, None)
+
+    def low(self, queue_id: int) -> int:
+        with self._lock:
+            return self._low.get(queue_id, 0)
+
+    def progress(self, queue_id: int) -> tuple[int, frozenset[int]]:
+        """``(low, delivered)`` of ``queue_id`` (a copy)."""
+        with self._lock:
+            return self._low.get(queue_id, 0), frozenset(self._delivered.get(queue_id, ()))
+
+    def low_after(
+        self, queue_id: int, done: Iterable[int], at_least: int, end: int
+    ) -> tuple[int, tuple[int, ...]]:
+        """Where ``low`` of ``queue_id`` moves once ``done`` is done too (starting no lower
+        than ``at_least``, the queue's first live offset), and the done offsets at or past it
+        to record: the leader's half of a ``ScheduleProgress``."""
+        with self._lock:
+            low = max(self._low.get(queue_id, 0), at_least)
+            delivered = self._delivered.get(queue_id, set())
+            batch = set(done)
+            while low < end and (low in batch or low in delivered):
+                low += 1
+            return low, tuple(sorted(offset for offset in batch if offset >= low))
