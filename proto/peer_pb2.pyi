@@ -153,18 +153,20 @@ class RaftMessageBatch(_message.Message):
     def __init__(self, cluster_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[RaftMessage, _Mapping]]] = ...) -> None: ...
 
 class FetchSegmentsRequest(_message.Message):
-    __slots__ = ("cluster_id", "node_id", "snapshot", "from_physical_offset", "max_chunk_bytes")
+    __slots__ = ("cluster_id", "node_id", "snapshot", "from_physical_offset", "max_chunk_bytes", "with_control_state")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     FROM_PHYSICAL_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MAX_CHUNK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WITH_CONTROL_STATE_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     node_id: str
     snapshot: SnapshotMeta
     from_physical_offset: int
     max_chunk_bytes: int
-    def __init__(self, cluster_id: _Optional[str] = ..., node_id: _Optional[str] = ..., snapshot: _Optional[_Union[SnapshotMeta, _Mapping]] = ..., from_physical_offset: _Optional[int] = ..., max_chunk_bytes: _Optional[int] = ...) -> None: ...
+    with_control_state: bool
+    def __init__(self, cluster_id: _Optional[str] = ..., node_id: _Optional[str] = ..., snapshot: _Optional[_Union[SnapshotMeta, _Mapping]] = ..., from_physical_offset: _Optional[int] = ..., max_chunk_bytes: _Optional[int] = ..., with_control_state: _Optional[bool] = ...) -> None: ...
 
 class SegmentData(_message.Message):
     __slots__ = ("segment_start_offset", "segment_size_bytes", "file_offset", "data", "data_crc32")
@@ -188,10 +190,26 @@ class SegmentsDone(_message.Message):
     end_physical_offset: int
     def __init__(self, snapshot: _Optional[_Union[SnapshotMeta, _Mapping]] = ..., end_physical_offset: _Optional[int] = ...) -> None: ...
 
+class ControlStateData(_message.Message):
+    __slots__ = ("applied_index", "position", "data", "data_crc32", "total_bytes")
+    APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    DATA_CRC32_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    applied_index: int
+    position: int
+    data: bytes
+    data_crc32: int
+    total_bytes: int
+    def __init__(self, applied_index: _Optional[int] = ..., position: _Optional[int] = ..., data: _Optional[bytes] = ..., data_crc32: _Optional[int] = ..., total_bytes: _Optional[int] = ...) -> None: ...
+
 class SegmentChunk(_message.Message):
-    __slots__ = ("data", "done")
+    __slots__ = ("data", "done", "control_state")
     DATA_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
+    CONTROL_STATE_FIELD_NUMBER: _ClassVar[int]
     data: SegmentData
     done: SegmentsDone
-    def __init__(self, data: _Optional[_Union[SegmentData, _Mapping]] = ..., done: _Optional[_Union[SegmentsDone, _Mapping]] = ...) -> None: ...
+    control_state: ControlStateData
+    def __init__(self, data: _Optional[_Union[SegmentData, _Mapping]] = ..., done: _Optional[_Union[SegmentsDone, _Mapping]] = ..., control_state: _Optional[_Union[ControlStateData, _Mapping]] = ...) -> None: ...

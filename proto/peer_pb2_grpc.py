@@ -66,7 +66,8 @@ class RaftPeerServicer:
 
     def FetchSegments(self, request, context):
         """Copy CommitLog segments from the server (the leader) to the caller (a follower installing
-        a snapshot). The server streams SegmentChunk.data chunks in offset order from
+        a snapshot). When the request asks for it, the server first streams its control state
+        (SegmentChunk.control_state pieces); then SegmentChunk.data chunks in offset order from
         `from_physical_offset` to the snapshot's end, then exactly one SegmentChunk.done.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

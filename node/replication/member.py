@@ -9,8 +9,10 @@ stop the loop and the peer transport, close the Raft log (syncing it) and the st
 
 Rules this module keeps: the store's dispatch bound is the replica's applied end, so nothing
 uncommitted is ever visible; retention compacts the Raft log before the store deletes
-segments (deleting an entry's bytes must follow Raft compaction); the peer transport dials
-exactly the members the applied membership names (address_book.py).
+segments (deleting an entry's bytes must follow Raft compaction); the control state a
+follower's segment transfer asks for is read on the Raft loop, so the three tables agree with
+one applied index; the peer transport dials exactly the members the applied membership names
+(address_book.py).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from raftlog.node.replication.scheduler import Scheduler
 from raftlog.node.replication.snapshot_install import resume_interrupted_install
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.raft.types import ConfChange, ConfState, EntryType, Ready
+from raftlog.store.control_state import ControlState
 from raftlog.store.filesystem import OsFileSystem
 from raftlog.store.hashing import SCHEDULE_TOPIC
 from raftlog.store.message_store import MessageStore
@@ -47,6 +50,7 @@ _log = logging.getLogger("raftlog.node")
 _STAGING_SUBDIR = "commitlog.incoming"
 # The peer senders' threads end as soon as their streams are cancelled; this bounds the wait.
 _TRANSPORT_CLOSE_S = 1.0
+_CONTROL_STATE_CAPTURE_TIMEOUT_S = 5.0
 PEER_SERVICE_NAME = peer_pb2.DESCRIPTOR.services_by_name["RaftPeer"].full_name
 
 
@@ -138,8 +142,25 @@ class RaftMember:
             dialer.tls,
             self.replica.deliver,
             self.replica.report_peer_gone,
-            SegmentSource(self.store.commit_log, self.replica.end_of_entry).fetch,
+            SegmentSource(
+                self.store.commit_log, self.replica.end_of_entry, self._control_state_from
+            ).fetch,
         )
+
+    def _control_state_from(self, log_index: int) -> tuple[int, ControlState] | None:
+        """This member's applied index and control state, when it applied ``log_index`` or
+        more (a follower's segment transfer; any thread, read on the Raft loop)."""
+        replica = self.replica
+
+        def capture() -> tuple[int, ControlState] | None:
+            applied_index = replica.ready.applied_index
+            if applied_index < log_index:
+                return None
+            return applied_index, replica.store.control_state()
+
+        captured = replica.run_on_loop(capture, _CONTROL_STATE_CAPTURE_TIMEOUT_S)
+        assert captured is None or isinstance(captured, tuple)
+        return captured
 
     def _dispatch_bound(self) -> int:
         return self._replica.visible_end_physical_offset if self._replica is not None else 0

@@ -3,9 +3,11 @@ before its core sees the SNAPSHOT, a leader gives up on a follower that never co
 and retention compacts the Raft log before the store deletes segments.
 
 Rules this module keeps:
-- A follower stages the segments (segment_installer.fetch_segments, blocking the Raft loop:
-  it has nothing else useful to do) before the core steps the SNAPSHOT; a failed copy drops
-  the message and the leader sends another. The install itself is the Ready handler's.
+- A follower stages the segments and the leader's control state (``fetch_segments``,
+  blocking the Raft loop: it has nothing else useful to do) before the core steps the
+  SNAPSHOT; a failed copy drops the message and the leader sends another. A leader
+  that sends no control state (it predates it) is noted in the log: the install then keeps
+  this member's own tables. The install itself is the Ready handler's.
 - A leader that sent a SNAPSHOT reports failure to its core when the follower has not
   confirmed it within ``snapshot_transfer_timeout_s``, so a fresh one is sent.
 - Segments are deleted only below the first entry the compacted log still holds.
@@ -61,10 +63,11 @@ class SnapshotTransfers:
             node_id=settings.node_id,
             snapshot=encode_snapshot_meta(meta),
             from_physical_offset=self._raft_log.log_end_physical_offset,
+            with_control_state=True,
         )
         started = time.monotonic()
         try:
-            end = fetch_segments(
+            fetched = fetch_segments(
                 settings.dialer,
                 message.source,
                 address,
@@ -77,13 +80,16 @@ class SnapshotTransfers:
             _log.warning("snapshot %d from %s not installed: %s", meta.index, message.source, error)
             return False
         _log.info(
-            "copied the segments of snapshot %d (term %d) from %s in %.1f s",
+            "copied the segments of snapshot %d (term %d) from %s in %.1f s, %s",
             meta.index,
             meta.term,
             message.source,
             time.monotonic() - started,
+            "with no control state: this member keeps its own topics, offsets and rules"
+            if fetched.control_state_index is None
+            else f"with its control state as of index {fetched.control_state_index}",
         )
-        ready.staged_snapshot = (meta.index, end)
+        ready.staged_snapshot = (meta.index, fetched.end_physical_offset)
         return True
 
     def sent(self, messages: Sequence[Message], now_s: float) -> None:

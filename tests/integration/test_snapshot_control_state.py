@@ -108,9 +108,6 @@ def control_state_of(admin: Admin, address: str) -> tuple[dict[str, int], list[A
     return topics, admin.list_acls(address=address)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a snapshot install does not carry the control state (being fixed)"
-)
 def test_a_member_that_installs_a_snapshot_holds_the_leaders_control_state(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
