@@ -88,6 +88,12 @@ def send_delayed(producer: Producer, topic: str, body: bytes, level: int) -> Sen
     return Sent(body, started_ms + LEVEL_MS[level], now_ms() + LEVEL_MS[level])
 
 
+def send_at(producer: Producer, topic: str, body: bytes, deliver_at_ms: int) -> Sent:
+    """A message for ``deliver_at_ms``: due then, or when sent if that time has passed."""
+    producer.send(topic, body, deliver_at_ms=deliver_at_ms)
+    return Sent(body, deliver_at_ms, max(deliver_at_ms, now_ms()))
+
+
 def consume_all(
     addresses: list[str], group: str, topic: str, count: int, timeout_s: float = WAIT_S
 ) -> list[Message]:
@@ -189,6 +195,29 @@ def test_delay_rewrite_keeps_the_message(cluster: LocalCluster) -> None:
     assert message.reconsume_times == 0
 
 
+def test_delivery_times_deliver_by_time_not_arrival(cluster: LocalCluster) -> None:
+    topic = "deliver-at"
+    with Connection(cluster.addresses) as connection, Producer(connection) as producer:
+        create(connection, topic)
+        start_ms = now_ms()
+        # Later times first: the timer queue is in arrival order, delivery in time order.
+        sent = [
+            send_at(producer, topic, f"t{i}".encode(), start_ms + 3000 - 60 * i) for i in range(40)
+        ]
+        past = [send_at(producer, topic, f"p{i}".encode(), start_ms - 1000) for i in range(3)]
+        received = consume_all(cluster.addresses, "g-at", topic, len(sent) + len(past))
+    check_deliveries(past, [m for m in received if m.body.startswith(b"p")], LATE_BOUND_MS)
+    lateness = sorted(
+        check_deliveries(sent, [m for m in received if m.body.startswith(b"t")], LATE_BOUND_MS)
+    )
+    delayed = [m for m in received if m.body.startswith(b"t")]
+    # Each queue's copies are stored in delivery-time order.
+    for queue_id in {m.queue_id for m in delayed}:
+        in_queue = [m for m in delayed if m.queue_id == queue_id]
+        assert in_queue == sorted(in_queue, key=lambda m: int(m.body[1:]), reverse=True)
+    print(f"deliver_at_ms: lateness median {lateness[len(lateness) // 2]} ms, max {lateness[-1]}")
+
+
 def test_bad_delays_are_refused(cluster: LocalCluster) -> None:
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
         create(connection, "delay-bad", 1)
@@ -209,8 +238,11 @@ def test_delayed_messages_survive_a_leader_kill(cluster: LocalCluster) -> None:
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
         create(connection, topic)
         started = time.monotonic()
-        # Due one every 25 ms from 1 s after the start; the kill lands in the middle.
-        sent = []
+        # Due one every 25 ms from 1 s after the start, and delivery times from 1.5 s to
+        # 3.5 s after it (latest sent first); the kill lands in the middle.
+        sent = [
+            send_at(producer, topic, f"a{i}".encode(), now_ms() + 3500 - 50 * i) for i in range(40)
+        ]
         for i in range(80):
             sent.append(send_delayed(producer, topic, f"k{i}".encode(), 1))
             time.sleep(0.025)

@@ -266,3 +266,30 @@ def test_argument_checks(server: FakeServer) -> None:
         OutgoingMessage(body=b"", queue_id=1, sharding_key="k")
     with producer(server) as p, pytest.raises(ValueError, match="at least one"):
         p.send_batch("t", [])
+
+
+def test_delays_travel_with_their_batch_and_never_coalesce(server: FakeServer) -> None:
+    seen: list[tuple[int, int, int]] = []
+
+    def produce(request: Any, context: Any) -> Any:
+        seen.append((request.delay_level, request.deliver_at_ms, len(request.messages)))
+        response, _ = server.produce_state.produce(request)
+        return response
+
+    server.hooks["Produce"] = produce
+    with producer(server) as p:
+        p.send("t", b"a", delay_level=3)
+        futures = [p.send_async("t", b"b", deliver_at_ms=5_000) for _ in range(20)]
+        futures += [p.send_async("t", b"c", delay_level=2) for _ in range(20)]
+        futures.append(p.send_async("t", b"d"))
+        for future in futures:
+            future.result(timeout=10)
+    assert seen[0] == (3, 0, 1)
+    assert sum(n for _, _, n in seen) == 42
+    # Sends coalesce only with sends of the same delay.
+    by_delay = {(level, at): 0 for level, at, _ in seen}
+    for level, at, count in seen:
+        by_delay[(level, at)] += count
+    assert by_delay == {(3, 0): 1, (0, 5_000): 20, (2, 0): 20, (0, 0): 1}
+    with producer(server) as p, pytest.raises(ValueError, match="at most one"):
+        p.send("t", b"x", delay_level=1, deliver_at_ms=1)
