@@ -87,7 +87,12 @@ class MasterSlaveMember:
             self._master_live,
         )
         self._ha_service = HaPeerService(
-            HaServiceSettings(config.cluster_id, config.broker_name),
+            HaServiceSettings(
+                config.cluster_id,
+                config.broker_name,
+                slave_ids=frozenset(config.peers) - {config.node_id},
+                check_certificates=config.tls_enabled,
+            ),
             self.store,
             self.roles,
             self.history,

@@ -7,6 +7,9 @@ chunk every ``heartbeat_s`` when there is nothing new. A reader thread per strea
 slave's reports and hands them to MasterState (in-sync tracking, SYNC_MASTER waits).
 
 Rules this module keeps:
+- Only the group's other members may stream: a report naming any other node id, or (with
+  TLS) a node id the caller's verified certificate does not name, is PERMISSION_DENIED
+  before anything is sent, as the Raft peer service refuses strangers.
 - Bad input gets a gRPC status with a message (peer.proto lists them), never a crash; a
   report that goes backwards ends the stream (the slave reconnects from what it holds).
 - The stream starts where the two epoch histories agree (epochs.consistent_offset); a
@@ -36,6 +39,7 @@ from raftlog.node.masterslave.epochs import (
 )
 from raftlog.node.masterslave.master_state import MasterState
 from raftlog.node.masterslave.roles import RoleHolder
+from raftlog.node.security.tls import certificate_names
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.store.errors import CorruptRecordError
 from raftlog.store.message_store import MessageStore
@@ -47,6 +51,10 @@ _log = logging.getLogger("raftlog.node.ha")
 class HaServiceSettings:
     cluster_id: str
     broker_name: str
+    # The group's other members: only they may stream (a slave names itself in its report).
+    slave_ids: frozenset[str] = frozenset()
+    # With TLS, the slave's verified certificate must name the node id it reports.
+    check_certificates: bool = False
     chunk_bytes: int = 1 << 20
     heartbeat_s: float = 1.0
 
@@ -137,6 +145,16 @@ class HaPeerService(peer_pb2_grpc.HaPeerServicer):
             check_entries(slave_epochs)
         except EpochHistoryError as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"slave epoch history: {error}")
+        if report.node_id not in settings.slave_ids:
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{report.node_id!r} is not a member of broker {settings.broker_name!r}",
+            )
+        if settings.check_certificates and report.node_id not in certificate_names(context):
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"the caller's certificate does not name {report.node_id!r}",
+            )
         log = self._store.commit_log
         start = consistent_offset(
             slave_epochs or [FIRST_EPOCH],

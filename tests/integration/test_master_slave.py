@@ -270,9 +270,14 @@ def test_the_ha_stream_refuses_bad_reports(sync_group: Group) -> None:
     disordered = [peer_pb2.EpochEntry(epoch=2, start_offset=0), peer_pb2.EpochEntry(epoch=1)]
     bad_epochs = _replicate(master_peer, peer_pb2.SlaveReport(**good, epochs=disordered))
     assert bad_epochs.code() is grpc.StatusCode.INVALID_ARGUMENT
+    # Only the group's members may stream.
+    stranger = _replicate(master_peer, peer_pb2.SlaveReport(**good))
+    assert stranger.code() is grpc.StatusCode.PERMISSION_DENIED
+    assert "'x' is not a member of broker 'broker-a'" in (stranger.details() or "")
     # A slave claiming bytes past the master's end is told to drop them, nothing more.
+    member = {**good, "node_id": "n3"}
     stub = peer_pb2_grpc.HaPeerStub(grpc.insecure_channel(master_peer))
-    stream = stub.Replicate(iter([peer_pb2.SlaveReport(**good, max_offset=1 << 40)]), timeout=5)
+    stream = stub.Replicate(iter([peer_pb2.SlaveReport(**member, max_offset=1 << 40)]), timeout=5)
     first = next(stream)
     stream.cancel()
     end = sync_group.nodes["n1"].store.commit_log.max_offset

@@ -114,3 +114,29 @@ def test_a_replaced_certificate_is_served_without_restart(cluster: LocalCluster)
     assert _served_serial(cluster) == new_serial != before
     with Admin(Connection([cluster.nodes["n2"].address], tls=cluster.client_tls)) as admin:
         assert admin.cluster_status().node_id == "n2"
+
+
+@pytest.fixture(scope="module")
+def ms_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    base: Path = tmp_path_factory.mktemp("tls-ms")
+    running = LocalCluster(str(base / "data"), base_port=0, tls=True, replication="master-slave")
+    running.start(45.0)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_the_ha_stream_takes_only_the_slave_its_certificate_names(
+    ms_cluster: LocalCluster,
+) -> None:
+    channel, _ = _peer_stub_as(ms_cluster, "n3")  # a real slave's cert, claiming to be n2
+    stub = peer_pb2_grpc.HaPeerStub(channel)  # type: ignore[no-untyped-call]
+    report = peer_pb2.SlaveReport(cluster_id="raftlog", broker_name="broker-a", node_id="n2")
+    with channel, pytest.raises(grpc.RpcError) as refused:
+        list(stub.Replicate(iter([report]), timeout=5))
+    assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED
+    assert "does not name 'n2'" in (refused.value.details() or "")
+    with Producer(Connection(ms_cluster.addresses, tls=ms_cluster.client_tls)) as producer:
+        Admin(producer.connection).create_topic(TOPIC, 1)
+        assert producer.send(TOPIC, b"still replicated").send_status == "SEND_OK"
