@@ -2,7 +2,8 @@
 
 ``Producer`` sends (idempotent and in order by default), ``Consumer`` reads a topic for a
 consumer group with long polling (``tags`` filters, ``broadcast=True`` gives every member
-every message), ``PushConsumer`` calls a listener on a thread pool, ``Admin`` manages
+every message; ``reconsume_later`` sends one back to the group's retry topic),
+``PushConsumer`` calls a listener on a thread pool, ``Admin`` manages
 topics and the cluster and queries messages. Every failure is a ``RaftlogError`` subclass;
 ``UnknownOutcomeError`` means a write may or may not be stored, never that it failed. This
 package imports only raftlog.proto and third-party packages (import-linter contract).
@@ -44,6 +45,7 @@ from raftlog.client.messages import (
 from raftlog.client.producer import Producer
 from raftlog.client.push_consumer import ConsumeResult, PushConsumer
 from raftlog.client.retry import RetryPolicy
+from raftlog.client.send_back import SendBackResult
 from raftlog.client.tag_filter import TagFilter
 from raftlog.client.tls import ClientTls
 
@@ -72,6 +74,7 @@ __all__ = [
     "RaftlogError",
     "ResourceExhaustedError",
     "RetryPolicy",
+    "SendBackResult",
     "SendResult",
     "SequenceForgottenError",
     "SequenceGapError",

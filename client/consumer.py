@@ -46,6 +46,13 @@ from raftlog.client.errors import (
 from raftlog.client.local_offsets import LocalOffsetStore, default_client_id
 from raftlog.client.messages import Message, messages_from_records
 from raftlog.client.retry import RetryPolicy
+from raftlog.client.retry_reader import RetryReader
+from raftlog.client.send_back import (
+    DEFAULT_MAX_RECONSUME_TIMES,
+    SendBackResult,
+    SendBacks,
+    retry_topic,
+)
 from raftlog.client.tag_filter import ALL_TAGS, TagFilter
 from raftlog.proto import client_pb2
 
@@ -76,6 +83,11 @@ class Consumer:
     ~/.raftlog_offsets; a restarted member with the same two resumes after what it
     committed. Two live members with the same client id, group and topic on one host are
     refused (OffsetsInUseError).
+
+    Retries (docs/messaging.md): ``reconsume_later(message)`` sends a message back; it comes
+    back through ``poll`` from the group's retry topic, which the consumer reads by itself
+    (``subscribe_retry``; not in broadcast mode), until ``max_reconsume_times`` retries
+    (default 16) send it to the dead-letter topic ``%DLQ%<group>`` instead.
     """
 
     def __init__(
@@ -92,6 +104,8 @@ class Consumer:
         broadcast: bool = False,
         client_id: str | None = None,
         offsets_dir: str | os.PathLike[str] | None = None,
+        max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES,
+        subscribe_retry: bool = True,
     ) -> None:
         if not group:
             raise ValueError("group is empty")
@@ -122,6 +136,16 @@ class Consumer:
         self._prefetched: dict[int, tuple[int, Future[Any]]] = {}
         self._prefetch_pool: ThreadPoolExecutor | None = None
         self.broadcast = broadcast
+        self._send_backs = SendBacks(self._connection, group, max_reconsume_times, self._policy)
+        # The group's retry topic, read beside this one (not in broadcast: RocketMQ's neither).
+        self._retry = (
+            RetryReader(
+                Consumer(self._connection, group, retry_topic(group), subscribe_retry=False),
+                retry_topic(group),
+            )
+            if subscribe_retry and not broadcast
+            else None
+        )
         # Last: it takes the member's lock on its offsets file, which close() releases.
         self._local_offsets = (
             LocalOffsetStore(offsets_dir, client_id or default_client_id(), group, topic)
@@ -220,7 +244,14 @@ class Consumer:
     def poll(self, timeout_s: float = 1.0) -> list[Message]:
         """Messages available now, or the first to arrive within ``timeout_s``; [] when none
         did. Advances the positions past the returned messages. Paused queues are skipped;
-        with every queue paused it waits ``timeout_s`` (or until ``stop()``) and returns []."""
+        with every queue paused it waits ``timeout_s`` (or until ``stop()``) and returns [].
+        Messages sent back earlier (``reconsume_later``) come back here too, from the group's
+        retry topic: ``topic`` is their first topic, ``pulled_topic`` the retry topic."""
+        if self._retry is None:
+            return self._poll_own(timeout_s)
+        return self._retry.poll_with(self._poll_own, timeout_s)
+
+    def _poll_own(self, timeout_s: float) -> list[Message]:
         positions = self._start()
         queue_ids = sorted(q for q in positions if q not in self._paused)
         if not queue_ids:
@@ -342,11 +373,23 @@ class Consumer:
         """Pull these queues again."""
         self._paused.difference_update(queue_ids)
 
+    def reconsume_later(self, message: Message, delay_level: int = 0) -> SendBackResult:
+        """Send ``message`` back for later (RocketMQ's RECONSUME_LATER): it comes back to the
+        group from its retry topic after delay level 3 + its retries (``delay_level``: that
+        level instead), or goes to the dead-letter topic ``%DLQ%<group>`` once retried
+        ``max_reconsume_times`` times. Returns once the copy is durable, so committing past
+        the message is then safe; raises RaftlogError otherwise (nothing says a copy exists:
+        consume it again). Thread-safe. client/send_back.py says more."""
+        if self.broadcast:
+            raise ValueError("broadcast consumption has no retry topic (RocketMQ's neither)")
+        return self._send_backs.send(message, delay_level)
+
     # -- positions -------------------------------------------------------------------------
 
     def commit(self, offsets: Mapping[int, int] | None = None) -> int | None:
         """Store the positions that changed since the last commit (leader only; retried),
-        or ``offsets`` (queue id -> the next offset to consume) instead of the positions.
+        or ``offsets`` (queue id -> the next offset to consume) instead of the positions;
+        the retry topic's positions too, but not with ``offsets``.
         Returns the Raft index of the commit, or None when nothing changed. Raises
         UnknownOutcomeError when the answer was lost (committing again is harmless). In
         broadcast mode the offsets go to this member's local file and the answer is None."""
@@ -358,7 +401,7 @@ class Consumer:
             positions = dict(offsets)
         changed = {q: o for q, o in positions.items() if self._committed.get(q) != o}
         if not changed:
-            return None
+            return self._commit_retry(offsets)
         if self._local_offsets is not None:
             self._local_offsets.save(changed)
             self._committed.update(changed)
@@ -384,7 +427,12 @@ class Consumer:
         # Committing the same offsets twice stores the same value: safe to retry.
         response = self._policy.run(attempt, idempotent=True)
         self._committed.update(changed)
-        return int(response.raft_index)
+        return max(int(response.raft_index), self._commit_retry(offsets) or 0)
+
+    def _commit_retry(self, offsets: Mapping[int, int] | None) -> int | None:
+        """Commit the retry topic's positions too, unless explicit ``offsets`` say how far
+        this topic is done (the retry topic's progress is then not known)."""
+        return self._retry.commit() if self._retry is not None and offsets is None else None
 
     def seek(self, queue_id: int, offset: int) -> None:
         """Continue ``queue_id`` from queue ``offset``."""
@@ -421,6 +469,8 @@ class Consumer:
         if self._prefetch_pool is not None:
             # A prefetch in flight ends with its RPC deadline (or at once on a closed channel).
             self._prefetch_pool.shutdown(wait=False, cancel_futures=True)
+        if self._retry is not None:
+            self._retry.close()
         if self._owns_connection:
             self._connection.close()
         if self._local_offsets is not None:

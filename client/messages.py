@@ -126,6 +126,10 @@ class Message:
     prepared_transaction_offset: int = 0
     store_size_bytes: int = 0
     body_crc: int = 0
+    # A retried message (client/retry_reader.py): the group's retry topic it was pulled from,
+    # where queue_id and queue_offset are; ``topic`` is then the topic it was first consumed
+    # from. "" for every other message.
+    pulled_topic: str = ""
 
     @classmethod
     def from_proto(cls, stored: Any) -> Message:

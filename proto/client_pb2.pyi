@@ -192,6 +192,38 @@ class ProduceResponse(_message.Message):
     send_status: SendStatus
     def __init__(self, results: _Optional[_Iterable[_Union[ProduceResult, _Mapping]]] = ..., store_timestamp_ms: _Optional[int] = ..., duplicate: _Optional[bool] = ..., raft_index: _Optional[int] = ..., raft_term: _Optional[int] = ..., send_status: _Optional[_Union[SendStatus, str]] = ...) -> None: ...
 
+class SendBackRequest(_message.Message):
+    __slots__ = ("group", "topic", "msg_id", "max_reconsume_times", "delay_level", "producer_id", "sequence")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    MSG_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
+    DELAY_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    topic: str
+    msg_id: str
+    max_reconsume_times: int
+    delay_level: int
+    producer_id: str
+    sequence: int
+    def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., msg_id: _Optional[str] = ..., max_reconsume_times: _Optional[int] = ..., delay_level: _Optional[int] = ..., producer_id: _Optional[str] = ..., sequence: _Optional[int] = ...) -> None: ...
+
+class SendBackResponse(_message.Message):
+    __slots__ = ("topic", "dead_lettered", "reconsume_times", "result", "duplicate")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERED_FIELD_NUMBER: _ClassVar[int]
+    RECONSUME_TIMES_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    dead_lettered: bool
+    reconsume_times: int
+    result: ProduceResult
+    duplicate: bool
+    def __init__(self, topic: _Optional[str] = ..., dead_lettered: _Optional[bool] = ..., reconsume_times: _Optional[int] = ..., result: _Optional[_Union[ProduceResult, _Mapping]] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
 class PullRequest(_message.Message):
     __slots__ = ("topic", "queue_id", "queue_offset", "max_messages", "max_bytes", "tags", "long_poll_timeout_ms", "consumer_group", "return_records", "this_replica")
     TOPIC_FIELD_NUMBER: _ClassVar[int]

@@ -160,6 +160,11 @@ class ConsumerStub:
                 request_serializer=raftlog_dot_v1_dot_client__pb2.FetchOffsetsRequest.SerializeToString,
                 response_deserializer=raftlog_dot_v1_dot_client__pb2.FetchOffsetsResponse.FromString,
                 _registered_method=True)
+        self.SendBack = channel.unary_unary(
+                '/raftlog.v1.Consumer/SendBack',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.SendBackRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.SendBackResponse.FromString,
+                _registered_method=True)
 
 
 class ConsumerServicer:
@@ -223,6 +228,21 @@ class ConsumerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SendBack(self, request, context):
+        """Send a consumed message back for later (RocketMQ's consumerSendMsgBack, the consumer's
+        RECONSUME_LATER; docs/messaging.md): the leader reads the message by its id and stores a
+        copy with reconsume_times + 1 in the group's retry topic "%RETRY%<group>" (created with
+        one queue when missing) after delay level 3 + reconsume_times (the last level at most),
+        or, once reconsume_times >= max_reconsume_times, in "%DLQ%<group>" at once. OK means the
+        copy is durable, so the original's offset may then be committed. Leader only.
+        Errors: INVALID_ARGUMENT (bad group or id, the id names a message of another topic),
+        NOT_FOUND (no such message), FAILED_PRECONDITION (not leader), UNAVAILABLE,
+        DEADLINE_EXCEEDED (unknown outcome: resend with the same producer_id and sequence).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConsumerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -255,6 +275,11 @@ def add_ConsumerServicer_to_server(servicer, server):
                     servicer.FetchOffsets,
                     request_deserializer=raftlog_dot_v1_dot_client__pb2.FetchOffsetsRequest.FromString,
                     response_serializer=raftlog_dot_v1_dot_client__pb2.FetchOffsetsResponse.SerializeToString,
+            ),
+            'SendBack': grpc.unary_unary_rpc_method_handler(
+                    servicer.SendBack,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.SendBackRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.SendBackResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -426,6 +451,33 @@ class Consumer:
             '/raftlog.v1.Consumer/FetchOffsets',
             raftlog_dot_v1_dot_client__pb2.FetchOffsetsRequest.SerializeToString,
             raftlog_dot_v1_dot_client__pb2.FetchOffsetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SendBack(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Consumer/SendBack',
+            raftlog_dot_v1_dot_client__pb2.SendBackRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.SendBackResponse.FromString,
             options,
             channel_credentials,
             insecure,

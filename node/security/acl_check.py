@@ -8,6 +8,7 @@ they mean):
 | Producer.Produce | produce on the request's topic |
 | Consumer.Pull, QueryByKey, QueryOffsetByTime | consume on the request's topic |
 | Consumer.CommitOffsets, FetchOffsets | consume on every topic named |
+| Consumer.SendBack | consume on the topic the message was pulled from |
 | Consumer.QueryByMessageId | consume on the found message's topic (checked on the answer) |
 | Admin.CreateTopic | admin on the topic |
 | Admin.ListTopics, DescribeTopic, ClusterStatus, ListMembers | any authenticated client |
@@ -55,6 +56,7 @@ _BEFORE: dict[str, tuple[str, TopicsOf]] = {
     "Consumer/QueryOffsetByTime": (CONSUME, _one),
     "Consumer/CommitOffsets": (CONSUME, lambda r: {o.topic for o in r.offsets}),
     "Consumer/FetchOffsets": (CONSUME, lambda r: {q.topic for q in r.queues}),
+    "Consumer/SendBack": (CONSUME, _one),
     "Admin/CreateTopic": (ADMIN, _one),
 }
 _OPEN = frozenset(
@@ -68,6 +70,7 @@ _LEADER_SERVED = frozenset(
     {
         "Producer/Produce",
         "Consumer/CommitOffsets",
+        "Consumer/SendBack",
         "Admin/CreateTopic",
         "Admin/TransferLeadership",
         "Admin/AddMember",

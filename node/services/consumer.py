@@ -2,8 +2,8 @@
 
 Rules this module keeps:
 - Reads (Pull, QueryByKey, QueryOffsetByTime, QueryByMessageId) are served from this member's
-  store, which only shows committed, dispatched messages; CommitOffsets and FetchOffsets go
-  through the WritePath (leader only, replicated / linearizable).
+  store, which only shows committed, dispatched messages; CommitOffsets, FetchOffsets and
+  SendBack (send_back.py) go through the WritePath (leader only, replicated / linearizable).
 - Stateless checks first (wire.py): a malformed topic or group name, a negative id, offset or
   timestamp is INVALID_ARGUMENT before the store is asked.
 - Pull answers with the PullStatus client.proto defines; an offset outside the queue is a
@@ -26,6 +26,7 @@ import grpc
 
 from raftlog.node.errors import InvalidRequestError
 from raftlog.node.services.limits import ServiceLimits, server_default, timeout_for_call
+from raftlog.node.services.send_back import SendBack
 from raftlog.node.services.status_codes import READ_OVERRIDES, ErrorCodes, abort_on_error
 from raftlog.node.services.wire import (
     physical_offset_of_message_id,
@@ -57,6 +58,7 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
         self._write_path = write_path
         self._limits = limits
         self._stopped = threading.Event()
+        self._send_back = SendBack(store, write_path, limits)
 
     def stop(self) -> None:
         """End every long poll now (each answers with what it has); call before the gRPC
@@ -237,6 +239,14 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
             physical_offset_of_message_id(request.msg_id)
             record = self._store.get_by_message_id(request.msg_id)
             return client_pb2.QueryByMessageIdResponse(message=stored_message(record))
+
+    def SendBack(
+        self, request: client_pb2.SendBackRequest, context: grpc.ServicerContext
+    ) -> client_pb2.SendBackResponse:
+        """A consumed message back for later: retry or dead-letter topic (send_back.py)."""
+        with abort_on_error(context, overrides=_MESSAGE_ID_OVERRIDES):
+            timeout_s = timeout_for_call(context.time_remaining(), self._limits.max_write_timeout_s)
+            return self._send_back.send_back(request, timeout_s)
 
     # ------------------------------------------------------------------ consumer offsets
 

@@ -73,12 +73,17 @@ class FakeServer:
         self.hooks: dict[str, Hook] = {}
         self.calls: list[str] = []
         self.produce_state = ProduceState()
+        # A consumer also reads its group's retry topic: the fake has none unless told to.
+        self.retry_topics = False
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         outer = self
 
         def method(name: str) -> Hook:
             def handler(_self: Any, request: Any, context: Any) -> Any:
                 outer.calls.append(name)
+                retry = str(getattr(request, "topic", "")).startswith("%RETRY%")
+                if retry and not outer.retry_topics:
+                    context.abort(grpc.StatusCode.NOT_FOUND, "no retry topic here")
                 hook = outer.hooks.get(name)
                 if hook is None:
                     context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{name} not scripted")

@@ -39,6 +39,7 @@ EXPECTED_METHODS: dict[str, dict[str, tuple[bool, bool]]] = {
         "QueryByMessageId": UNARY,
         "CommitOffsets": UNARY,
         "FetchOffsets": UNARY,
+        "SendBack": UNARY,
     },
     "raftlog.v1.Admin": {
         "CreateTopic": UNARY,
