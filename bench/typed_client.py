@@ -31,11 +31,19 @@ _SEND_WAIT_S = 30.0
 
 
 def typed_produce(
-    addresses: Sequence[str], body_bytes: int, window: int, budget: Budget
+    addresses: Sequence[str],
+    body_bytes: int,
+    window: int,
+    budget: Budget,
+    *,
+    topic: str | None = None,
+    queue_count: int = QUEUE_COUNT,
 ) -> tuple[int, float]:
-    """``send_async`` with at most ``window`` outstanding; (messages acknowledged, seconds)."""
+    """``send_async`` with at most ``window`` outstanding, round robin over ``queue_count``
+    queues of ``topic`` (default: the bench topic of that body size); (messages
+    acknowledged, seconds)."""
     body = b"x" * body_bytes
-    topic = topic_name(body_bytes)
+    topic = topic or topic_name(body_bytes)
     slots = threading.Semaphore(window)
     problems: list[str] = []
     acked = [0]
@@ -60,7 +68,7 @@ def typed_produce(
                 raise BenchError(f"no send answered within {_SEND_WAIT_S:.0f} s")
             if problems:
                 raise BenchError(problems[0])
-            queue_id = sent[0] % QUEUE_COUNT
+            queue_id = sent[0] % queue_count
             sent[0] += 1
             producer.send_async(topic, body, queue_id=queue_id).add_done_callback(answered)
             return 1

@@ -562,6 +562,11 @@ class LocalCluster:
         node.pid = None
         self._save()
 
+    def start_node(self, node_id: str) -> None:
+        """Start ``node_id``'s process (it must not run) and return at once, without waiting
+        for it to serve (a bench times that itself)."""
+        self._spawn(node_id)
+
     def restart(self, node_id: str, wait_timeout_s: float = 30.0) -> None:
         """Stop ``node_id`` if it runs, start it again and wait until it serves and knows a
         leader."""

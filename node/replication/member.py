@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 
 import grpc
 
@@ -90,6 +91,7 @@ class RaftMember:
         staging_dir = os.path.join(config.store_dir, _STAGING_SUBDIR)
         if resume_interrupted_install(OsFileSystem(), config.store_dir, staging_dir):
             _log.warning("finished a snapshot install that a crash had interrupted")
+        began = time.monotonic()
         self.store = MessageStore.open(
             config.store_config(),
             OsFileSystem(),
@@ -103,8 +105,24 @@ class RaftMember:
             # schedule topic one per delay level and the timer queue (messaging/delay.py).
             self.store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
             self.store.create_topic(SCHEDULE_TOPIC, SCHEDULE_QUEUE_COUNT)
+            opened = time.monotonic()
+            _log.info(
+                "store opened in %.3f s (commit log %d..%d, dispatched to %d)",
+                opened - began,
+                self.store.commit_log.min_offset,
+                self.store.commit_log.max_offset,
+                self.store.dispatched_physical_offset,
+            )
             self.book, bootstrap = _membership_at_start(config)
             self.raft_log = _open_raft_log(self.store, config.store_dir, bootstrap)
+            hard_state, _ = self.raft_log.initial_state()
+            _log.info(
+                "raft log opened in %.3f s (entries %d..%d, commit %d)",
+                time.monotonic() - opened,
+                self.raft_log.first_index(),
+                self.raft_log.last_index(),
+                hard_state.commit,
+            )
         except BaseException:
             self.store.close()
             raise

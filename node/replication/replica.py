@@ -141,6 +141,12 @@ class Replica:
         self._last_heard: dict[str, float] = {}
         self.view = self._build_view()
         self._view_built_at = 0.0
+        # Start-up replay: the committed entries this member applies again before it is
+        # where it stopped (logged once applied, with how long it took).
+        self._replay_from = self.ready.applied_index
+        commit = raft_log.initial_state()[0].commit
+        self._replay_to = commit if commit > self._replay_from else 0
+        self._replay_began = 0.0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -150,6 +156,7 @@ class Replica:
         return self.ready.visible_end
 
     def start(self) -> None:
+        self._replay_began = time.monotonic()
         self._thread.start()
 
     def close(self, handover_s: float = 3.0) -> None:
@@ -356,6 +363,14 @@ class Replica:
             self.leader_changed.notify_all()
 
     def applied(self, entries: Sequence[Entry]) -> None:
+        if self._replay_to and self.ready.applied_index >= self._replay_to:
+            _log.info(
+                "replayed entries %d..%d in %.3f s",
+                self._replay_from + 1,
+                self._replay_to,
+                time.monotonic() - self._replay_began,
+            )
+            self._replay_to = 0
         self.proposals.applied(entries)
         with self.visible:
             self.visible.notify_all()

@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="run a benchmark (remaining arguments go to it; try --help)"
     )
     bench.add_argument(
-        "target", choices=("store", "raft", "cluster", "compare", "modes", "pipeline")
+        "target",
+        choices=("store", "raft", "cluster", "compare", "modes", "pipeline", "scale"),
     )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     cli_node.add_parser(commands)
@@ -84,6 +85,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             from raftlog.bench import pipeline as bench_pipeline
 
             return bench_pipeline.main(args.bench_args)
+        if args.target == "scale":
+            from raftlog.bench import scale as bench_scale
+
+            return bench_scale.main(args.bench_args)
         from raftlog.bench import raft as bench_raft
 
         return bench_raft.main(args.bench_args)
