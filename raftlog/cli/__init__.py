@@ -5,7 +5,7 @@ readable errors to stderr and exits non-zero on failure (2 usage/configuration, 
 failed, 3 unknown outcome; see common.py); no traceback for operating errors. One module per
 command group: node.py (node start), health.py (node health), cluster.py (cluster
 up/down/status), member.py (member list/add/remove/promote), acl.py (acl grant/revoke/list:
-access rules), client.py (topic, produce,
+access rules), dlq.py (dlq list/show/resend: dead letters), client.py (topic, produce,
 consume, query, leader), certs.py (certs init/issue: a development CA), chaos.py (chaos run,
 chaos check), testing.py (testing sweep: what dead test runs left in Docker), pipeline.py
 (pipeline <job>: the Spark jobs) and demo.py (the single-node store demonstration).
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     from raftlog.cli import client as cli_client
     from raftlog.cli import cluster as cli_cluster
     from raftlog.cli import controller as cli_controller
+    from raftlog.cli import dlq as cli_dlq
     from raftlog.cli import health as cli_health
     from raftlog.cli import member as cli_member
     from raftlog.cli import node as cli_node
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_cluster.add_parser(commands)
     cli_member.add_parser(commands)
     cli_acl.add_parser(commands)
+    cli_dlq.add_parser(commands)
     cli_client.add_parsers(commands)
     cli_certs.add_parser(commands)
     cli_chaos.add_parser(commands)

@@ -44,6 +44,12 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     produce.add_argument("--tag", default="", help="the message tag")
     produce.add_argument("--count", type=int, default=1, help="send BODY this many times")
     produce.add_argument("--queue", type=int, help="an explicit queue id")
+    produce.add_argument(
+        "--delay-level", type=int, default=0, help="deliver after this delay level (1s 5s ...)"
+    )
+    produce.add_argument(
+        "--deliver-at-ms", type=int, default=0, help="deliver at this time (ms since the epoch)"
+    )
     add_connection_flags(produce)
 
     consume = commands.add_parser("consume", help="print a topic's messages")
@@ -146,10 +152,16 @@ def _produce(args: argparse.Namespace) -> int:
         raise UsageError("--key must be non-empty and hold no space")
     failures = unknown = 0
     with connect(args) as connection, Producer(connection, timeout_s=args.timeout_s) as producer:
-        futures = [
-            producer.send_async(args.topic, body, keys=args.key, tags=args.tag, queue_id=args.queue)
-            for body in _bodies(args)
-        ]
+        delay = {"delay_level": args.delay_level, "deliver_at_ms": args.deliver_at_ms}
+        try:
+            futures = [
+                producer.send_async(
+                    args.topic, body, keys=args.key, tags=args.tag, queue_id=args.queue, **delay
+                )
+                for body in _bodies(args)
+            ]
+        except ValueError as error:  # both delays, or a negative one
+            raise UsageError(f"--delay-level / --deliver-at-ms: {error}") from None
         for future in futures:
             try:
                 result = future.result()

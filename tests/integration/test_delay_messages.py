@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from raftlog.cli import main as cli_main
 from raftlog.client import (
     Admin,
     Connection,
@@ -257,3 +258,20 @@ def test_delayed_messages_survive_a_leader_kill(cluster: LocalCluster) -> None:
         cluster.restart(leader_id)
     lateness = check_deliveries(sent, received, LATE_BOUND_ACROSS_KILL_MS)
     print(f"across a leader kill: lateness max {max(lateness)} ms")
+
+
+def test_the_cli_sends_delayed_messages(
+    cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    servers = ["--servers", ",".join(cluster.addresses)]
+    with Connection(cluster.addresses) as connection:
+        create(connection, "delay-cli", 1)
+    started_ms = now_ms()
+    assert cli_main(["produce", "delay-cli", "later", "--delay-level", "1", *servers]) == 0
+    assert "sent" in capsys.readouterr().out
+    both = ["--delay-level", "1", "--deliver-at-ms", "5"]
+    assert cli_main(["produce", "delay-cli", "x", *both, *servers]) == 2
+    assert cli_main(["produce", "delay-cli", "x", "--delay-level", "9", *servers]) == 1
+    [message] = consume_all(cluster.addresses, "g-cli", "delay-cli", 1)
+    assert message.body == b"later"
+    assert message.store_timestamp_ms >= started_ms + LEVEL_MS[1]

@@ -9,12 +9,14 @@ still delivered on every retry and dead-lettered exactly once."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 
 import pytest
 
+from raftlog.cli import main as cli_main
 from raftlog.client import (
     Admin,
     Connection,
@@ -179,3 +181,45 @@ def test_send_back_checks(cluster: LocalCluster) -> None:
             consumer.reconsume_later(forged)
     with pytest.raises(ValueError, match="max_reconsume_times"):
         Consumer(cluster.addresses, group, topic, max_reconsume_times=0)
+
+
+def test_dlq_cli_lists_shows_and_resends(
+    cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic, group = "retry-cli", "cli"
+    with Connection(cluster.addresses) as connection, Producer(connection) as producer:
+        create(connection, topic, 1)
+        producer.send(topic, b"poison", properties={"app": "x"})
+    deliveries: dict[bytes, list[Message]] = defaultdict(list)
+    with Consumer(cluster.addresses, group, topic, max_reconsume_times=1) as consumer:
+        consume_sending_back(consumer, deliveries, 2)
+    assert len(read_dead_letters(cluster.addresses, group, 1)) == 1
+    servers = ["--servers", ",".join(cluster.addresses)]
+    capsys.readouterr()
+    assert cli_main(["dlq", "list", group, *servers, "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["offset"], listed["original_topic"], listed["reconsume_times"]) == (0, topic, 2)
+    assert cli_main(["dlq", "show", group, "--offset", "0", *servers]) == 0
+    shown = capsys.readouterr().out
+    assert "poison" in shown and "RETRY_TOPIC" in shown
+    # Every new dead letter, then nothing new; one by its offset.
+    assert cli_main(["dlq", "resend", group, *servers]) == 0
+    assert "resent 1 dead letter" in capsys.readouterr().out
+    assert cli_main(["dlq", "resend", group, *servers]) == 0
+    assert "resent 0 dead letter" in capsys.readouterr().out
+    assert cli_main(["dlq", "resend", group, "--offset", "0", *servers]) == 0
+    assert "resent 1 dead letter" in capsys.readouterr().out
+    assert cli_main(["dlq", "show", group, "--offset", "7", *servers]) == 1
+    assert cli_main(["dlq", "list", "no-such-group", *servers]) == 1
+    assert cli_main(["dlq", "show", group, "--offset", "-1", *servers]) == 2
+    # The resent copies are back in their topic as first deliveries.
+    with Consumer(cluster.addresses, f"{group}-check", topic, from_beginning=True) as check:
+        deadline = time.monotonic() + WAIT_S
+        seen: list[Message] = []
+        while len(seen) < 3 and time.monotonic() < deadline:
+            seen += check.poll(0.2)
+    assert len(seen) == 3
+    for resent in seen[1:]:
+        assert (resent.body, resent.reconsume_times) == (b"poison", 0)
+        assert ("app", "x") in resent.properties
+        assert "RETRY_TOPIC" not in dict(resent.properties)
