@@ -227,6 +227,10 @@ class NodeConfig:
     # ``deliver_at_ms`` may be (RocketMQ's timerMaxDelaySec).
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     timer_max_delay_ms: int = DEFAULT_TIMER_MAX_DELAY_MS
+    # -- orderly consumption (docs/messaging.md): a queue lock's lease, RocketMQ's
+    # REBALANCE_LOCK_MAX_LIVE_TIME; a new leader grants no lock for this long after it took
+    # over, so set it the same on every member.
+    consumer_lock_lease_ms: int = 30_000
 
     def __post_init__(self) -> None:
         check_id("node_id", self.node_id)
@@ -297,6 +301,7 @@ class NodeConfig:
             "max_inflight_bytes",
             "switch_interval_us",
             "stop_grace_ms",
+            "consumer_lock_lease_ms",
             *REQUEST_LIMIT_FIELDS,
         ):
             value = getattr(self, name)

@@ -74,6 +74,7 @@ def service_limits(config: NodeConfig) -> ServiceLimits:
         # The default batch stays 32 unless the cap is set lower.
         default_pull_messages=min(DEFAULT_PULL_MESSAGES, config.max_pull_message_count),
         delay=config.delay_settings(),
+        consumer_lock_lease_ms=config.consumer_lock_lease_ms,
     )
 
 

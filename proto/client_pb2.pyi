@@ -192,6 +192,78 @@ class ProduceResponse(_message.Message):
     send_status: SendStatus
     def __init__(self, results: _Optional[_Iterable[_Union[ProduceResult, _Mapping]]] = ..., store_timestamp_ms: _Optional[int] = ..., duplicate: _Optional[bool] = ..., raft_index: _Optional[int] = ..., raft_term: _Optional[int] = ..., send_status: _Optional[_Union[SendStatus, str]] = ...) -> None: ...
 
+class ConsumerHeartbeatRequest(_message.Message):
+    __slots__ = ("group", "client_id", "topics", "heartbeat_interval_ms", "leaving")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    LEAVING_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    client_id: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    heartbeat_interval_ms: int
+    leaving: bool
+    def __init__(self, group: _Optional[str] = ..., client_id: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., heartbeat_interval_ms: _Optional[int] = ..., leaving: _Optional[bool] = ...) -> None: ...
+
+class TopicMembers(_message.Message):
+    __slots__ = ("topic", "client_ids")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    client_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, topic: _Optional[str] = ..., client_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ConsumerHeartbeatResponse(_message.Message):
+    __slots__ = ("members", "warming_up", "term")
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    WARMING_UP_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[TopicMembers]
+    warming_up: bool
+    term: int
+    def __init__(self, members: _Optional[_Iterable[_Union[TopicMembers, _Mapping]]] = ..., warming_up: _Optional[bool] = ..., term: _Optional[int] = ...) -> None: ...
+
+class LockQueuesRequest(_message.Message):
+    __slots__ = ("group", "client_id", "topic", "queue_ids")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_IDS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    client_id: str
+    topic: str
+    queue_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, group: _Optional[str] = ..., client_id: _Optional[str] = ..., topic: _Optional[str] = ..., queue_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class LockQueuesResponse(_message.Message):
+    __slots__ = ("locked_queue_ids", "lease_ms", "retry_after_ms")
+    LOCKED_QUEUE_IDS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_MS_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    locked_queue_ids: _containers.RepeatedScalarFieldContainer[int]
+    lease_ms: int
+    retry_after_ms: int
+    def __init__(self, locked_queue_ids: _Optional[_Iterable[int]] = ..., lease_ms: _Optional[int] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...
+
+class UnlockQueuesRequest(_message.Message):
+    __slots__ = ("group", "client_id", "topic", "queue_ids")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_IDS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    client_id: str
+    topic: str
+    queue_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, group: _Optional[str] = ..., client_id: _Optional[str] = ..., topic: _Optional[str] = ..., queue_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class UnlockQueuesResponse(_message.Message):
+    __slots__ = ("unlocked_queue_ids",)
+    UNLOCKED_QUEUE_IDS_FIELD_NUMBER: _ClassVar[int]
+    unlocked_queue_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, unlocked_queue_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class SendBackRequest(_message.Message):
     __slots__ = ("group", "topic", "msg_id", "max_reconsume_times", "delay_level", "producer_id", "sequence")
     GROUP_FIELD_NUMBER: _ClassVar[int]

@@ -165,6 +165,21 @@ class ConsumerStub:
                 request_serializer=raftlog_dot_v1_dot_client__pb2.SendBackRequest.SerializeToString,
                 response_deserializer=raftlog_dot_v1_dot_client__pb2.SendBackResponse.FromString,
                 _registered_method=True)
+        self.Heartbeat = channel.unary_unary(
+                '/raftlog.v1.Consumer/Heartbeat',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.ConsumerHeartbeatRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.ConsumerHeartbeatResponse.FromString,
+                _registered_method=True)
+        self.LockQueues = channel.unary_unary(
+                '/raftlog.v1.Consumer/LockQueues',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.LockQueuesRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.LockQueuesResponse.FromString,
+                _registered_method=True)
+        self.UnlockQueues = channel.unary_unary(
+                '/raftlog.v1.Consumer/UnlockQueues',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.UnlockQueuesRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.UnlockQueuesResponse.FromString,
+                _registered_method=True)
 
 
 class ConsumerServicer:
@@ -243,6 +258,44 @@ class ConsumerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Heartbeat(self, request, context):
+        """Clustering consumption (docs/messaging.md "Clustering and rebalance"): a group member
+        says it is alive and which topics it consumes; the answer lists, per topic, the group's
+        live members, from which every member computes the same allocation of queues (client
+        side, as RocketMQ does). Kept in the leader's memory, not through the log: a member is
+        live until three of its heartbeat intervals pass without one (or it leaves); a new
+        leader starts with no members and says `warming_up` until it has led for one interval.
+        Leader only. Errors: INVALID_ARGUMENT (bad group, client id, topic or interval),
+        FAILED_PRECONDITION (not leader), RESOURCE_EXHAUSTED (the node's member table is full),
+        UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LockQueues(self, request, context):
+        """Orderly consumption (docs/messaging.md "Ordered messages"): lock queues of a topic for
+        one member of a group (RocketMQ's lockBatchMQ), or renew the locks it holds. A lock is
+        held for `lease_ms` from the request (renew it well before); a queue another live
+        member holds is not granted. The leader confirms it still leads (a read-index round)
+        before granting, and a new leader grants nothing until one lease has passed since it
+        took over, so two members never hold one queue across a failover. Leader only.
+        Errors: INVALID_ARGUMENT, NOT_FOUND (unknown topic or queue), FAILED_PRECONDITION (not
+        leader), RESOURCE_EXHAUSTED (the lock table is full), UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnlockQueues(self, request, context):
+        """Release locks this member holds (before another member may take the queues: commit
+        their offsets first). A queue it does not hold is left alone. Leader only. Errors as
+        LockQueues.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConsumerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -280,6 +333,21 @@ def add_ConsumerServicer_to_server(servicer, server):
                     servicer.SendBack,
                     request_deserializer=raftlog_dot_v1_dot_client__pb2.SendBackRequest.FromString,
                     response_serializer=raftlog_dot_v1_dot_client__pb2.SendBackResponse.SerializeToString,
+            ),
+            'Heartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.Heartbeat,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.ConsumerHeartbeatRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.ConsumerHeartbeatResponse.SerializeToString,
+            ),
+            'LockQueues': grpc.unary_unary_rpc_method_handler(
+                    servicer.LockQueues,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.LockQueuesRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.LockQueuesResponse.SerializeToString,
+            ),
+            'UnlockQueues': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnlockQueues,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.UnlockQueuesRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.UnlockQueuesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -478,6 +546,87 @@ class Consumer:
             '/raftlog.v1.Consumer/SendBack',
             raftlog_dot_v1_dot_client__pb2.SendBackRequest.SerializeToString,
             raftlog_dot_v1_dot_client__pb2.SendBackResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Heartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Consumer/Heartbeat',
+            raftlog_dot_v1_dot_client__pb2.ConsumerHeartbeatRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.ConsumerHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LockQueues(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Consumer/LockQueues',
+            raftlog_dot_v1_dot_client__pb2.LockQueuesRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.LockQueuesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnlockQueues(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Consumer/UnlockQueues',
+            raftlog_dot_v1_dot_client__pb2.UnlockQueuesRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.UnlockQueuesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -9,6 +9,8 @@ they mean):
 | Consumer.Pull, QueryByKey, QueryOffsetByTime | consume on the request's topic |
 | Consumer.CommitOffsets, FetchOffsets | consume on every topic named |
 | Consumer.SendBack | consume on the topic the message was pulled from |
+| Consumer.Heartbeat | consume on every topic named |
+| Consumer.LockQueues, UnlockQueues | consume on the request's topic |
 | Consumer.QueryByMessageId | consume on the found message's topic (checked on the answer) |
 | Admin.CreateTopic | admin on the topic |
 | Admin.ListTopics, DescribeTopic, ClusterStatus, ListMembers | any authenticated client |
@@ -57,6 +59,9 @@ _BEFORE: dict[str, tuple[str, TopicsOf]] = {
     "Consumer/CommitOffsets": (CONSUME, lambda r: {o.topic for o in r.offsets}),
     "Consumer/FetchOffsets": (CONSUME, lambda r: {q.topic for q in r.queues}),
     "Consumer/SendBack": (CONSUME, _one),
+    "Consumer/Heartbeat": (CONSUME, lambda r: set(r.topics)),
+    "Consumer/LockQueues": (CONSUME, _one),
+    "Consumer/UnlockQueues": (CONSUME, _one),
     "Admin/CreateTopic": (ADMIN, _one),
 }
 _OPEN = frozenset(
@@ -71,6 +76,9 @@ _LEADER_SERVED = frozenset(
         "Producer/Produce",
         "Consumer/CommitOffsets",
         "Consumer/SendBack",
+        "Consumer/Heartbeat",
+        "Consumer/LockQueues",
+        "Consumer/UnlockQueues",
         "Admin/CreateTopic",
         "Admin/TransferLeadership",
         "Admin/AddMember",

@@ -3,7 +3,9 @@
 Rules this module keeps:
 - Reads (Pull, QueryByKey, QueryOffsetByTime, QueryByMessageId) are served from this member's
   store, which only shows committed, dispatched messages; CommitOffsets, FetchOffsets and
-  SendBack (send_back.py) go through the WritePath (leader only, replicated / linearizable).
+  SendBack (send_back.py) go through the WritePath (leader only, replicated / linearizable);
+  Heartbeat, LockQueues and UnlockQueues are the leader's in-memory group tables
+  (group_coordinator.py).
 - Stateless checks first (wire.py): a malformed topic or group name, a negative id, offset or
   timestamp is INVALID_ARGUMENT before the store is asked.
 - Pull answers with the PullStatus client.proto defines; an offset outside the queue is a
@@ -25,6 +27,7 @@ import time
 import grpc
 
 from raftlog.node.errors import InvalidRequestError
+from raftlog.node.services.group_coordinator import GroupCoordinator
 from raftlog.node.services.limits import ServiceLimits, server_default, timeout_for_call
 from raftlog.node.services.send_back import SendBack
 from raftlog.node.services.status_codes import READ_OVERRIDES, ErrorCodes, abort_on_error
@@ -59,6 +62,7 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
         self._limits = limits
         self._stopped = threading.Event()
         self._send_back = SendBack(store, write_path, limits)
+        self._groups = GroupCoordinator(store, write_path, limits)
 
     def stop(self) -> None:
         """End every long poll now (each answers with what it has); call before the gRPC
@@ -247,6 +251,27 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
         with abort_on_error(context, overrides=_MESSAGE_ID_OVERRIDES):
             timeout_s = timeout_for_call(context.time_remaining(), self._limits.max_write_timeout_s)
             return self._send_back.send_back(request, timeout_s)
+
+    # ------------------------------------------------------------------ group members, locks
+
+    def Heartbeat(
+        self, request: client_pb2.ConsumerHeartbeatRequest, context: grpc.ServicerContext
+    ) -> client_pb2.ConsumerHeartbeatResponse:
+        with abort_on_error(context):
+            return self._groups.heartbeat(request)
+
+    def LockQueues(
+        self, request: client_pb2.LockQueuesRequest, context: grpc.ServicerContext
+    ) -> client_pb2.LockQueuesResponse:
+        with abort_on_error(context):
+            timeout_s = timeout_for_call(context.time_remaining(), self._limits.max_write_timeout_s)
+            return self._groups.lock(request, timeout_s)
+
+    def UnlockQueues(
+        self, request: client_pb2.UnlockQueuesRequest, context: grpc.ServicerContext
+    ) -> client_pb2.UnlockQueuesResponse:
+        with abort_on_error(context):
+            return self._groups.unlock(request)
 
     # ------------------------------------------------------------------ consumer offsets
 

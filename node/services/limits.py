@@ -89,6 +89,13 @@ class ServiceLimits:
     # Delay messages: the level table and how far ahead a delivery time may be (node settings
     # message_delay_level and timer_max_delay_ms; node/messaging/delay.py).
     delay: DelaySettings = field(default_factory=DelaySettings)
+    # Orderly consumption: a queue lock's lease (node setting consumer_lock_lease_ms;
+    # RocketMQ's REBALANCE_LOCK_MAX_LIVE_TIME, 30 s), which is also how long a new leader
+    # waits before it grants one (node/messaging/queue_lock_table.py).
+    consumer_lock_lease_ms: int = 30_000
+    # The leader's in-memory tables of group members and queue locks (group_coordinator.py).
+    max_group_members: int = 65_536
+    max_queue_locks: int = 262_144
 
     def __post_init__(self) -> None:
         for limit in fields(self):

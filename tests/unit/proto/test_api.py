@@ -40,6 +40,9 @@ EXPECTED_METHODS: dict[str, dict[str, tuple[bool, bool]]] = {
         "CommitOffsets": UNARY,
         "FetchOffsets": UNARY,
         "SendBack": UNARY,
+        "Heartbeat": UNARY,
+        "LockQueues": UNARY,
+        "UnlockQueues": UNARY,
     },
     "raftlog.v1.Admin": {
         "CreateTopic": UNARY,
