@@ -15,6 +15,11 @@ Rules this module keeps:
   record retention deleted lies after the message it delivered, so that message is deleted
   too: the scheduler also starts no lower than the queue's first live offset.
 - Written on the Raft loop, read by the scheduler's thread: every access holds the lock.
+- Each queue's ``low`` is mirrored as the offset of the consumer group ``SCHEDULE_GROUP`` on
+  that schedule queue (``store_offsets``, applied with the progress), so it is durable in
+  the store and travels in a snapshot's control state: a member that installed a snapshot
+  resumes every level queue where its leader was. The timer queue's out-of-order
+  deliveries above ``low`` are not mirrored (a snapshot does not carry them yet).
 """
 
 from __future__ import annotations
@@ -22,7 +27,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from raftlog.node.control import ScheduleProgress
+from raftlog.node.control import CommitOffsets, ScheduleProgress
+from raftlog.store.hashing import SCHEDULE_TOPIC
+
+SCHEDULE_GROUP = "__raftlog_schedule"
+"""The consumer group whose offsets of the schedule topic mirror each queue's ``low``."""
 
 
 class ScheduleTable:
@@ -68,3 +77,12 @@ class ScheduleTable:
             while low < end and (low in batch or low in delivered):
                 low += 1
             return low, tuple(sorted(offset for offset in batch if offset >= low))
+
+
+def store_offsets(progress: ScheduleProgress) -> CommitOffsets:
+    """The store's mirror of ``progress``: each queue's ``low`` as ``SCHEDULE_GROUP``'s
+    offset of that schedule queue."""
+    return CommitOffsets(
+        SCHEDULE_GROUP,
+        tuple((SCHEDULE_TOPIC, queue_id, low) for queue_id, low, _ in progress.queues),
+    )

@@ -52,7 +52,7 @@ from raftlog.node.control import (
     apply_to_store,
     control_command_of,
 )
-from raftlog.node.messaging.schedule_table import ScheduleTable
+from raftlog.node.messaging.schedule_table import ScheduleTable, store_offsets
 from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.node.replication.producer_table import ProducerTable
 from raftlog.node.replication.raft_log_storage import RaftLogStorage
@@ -238,6 +238,7 @@ class ReadyHandler:
                 )
             elif isinstance(command, ScheduleProgress):
                 self.schedule.apply(command)
+                apply_to_store(self._store, store_offsets(command))
             else:
                 apply_to_store(self._store, command)
         except StoreError as error:

@@ -35,6 +35,7 @@ from raftlog.node.errors import NodeError
 from raftlog.node.messaging.delay import MAX_DELAY_LEVELS, TIMER_QUEUE_ID
 from raftlog.node.messaging.due import BatchRoom, DueMessage, TimerHeap, due_run
 from raftlog.node.messaging.rewrite import delivered_copy
+from raftlog.node.messaging.schedule_table import SCHEDULE_GROUP
 from raftlog.node.replication.proposals import Proposal
 from raftlog.node.replication.replica import Replica
 from raftlog.raft.types import Role
@@ -137,13 +138,19 @@ class Scheduler:
 
     # ------------------------------------------------------------------ deciding
 
+    def _low(self, queue_id: int) -> int:
+        """Where ``queue_id`` is done up to: the table's, or its store mirror's when that is
+        further (a member that installed a snapshot has the mirror, not the records)."""
+        mirrored = self._store.fetch_consumer_offset(SCHEDULE_GROUP, SCHEDULE_TOPIC, queue_id)
+        return max(self._table.low(queue_id), mirrored or 0)
+
     def _due_in_levels(self, now_ms: int, room: BatchRoom) -> list[DueMessage]:
         """Each level queue's due run. Every level queue is looked at, configured or not, so
         a smaller level table never strands what an earlier one stored."""
         store = self._store
         due: list[DueMessage] = []
         for queue_id in range(MAX_DELAY_LEVELS):
-            low = self._table.low(queue_id)
+            low = self._low(queue_id)
             head = self._heads.get(queue_id)
             if head is not None and head[0] == low and head[1] > now_ms:
                 continue
@@ -170,8 +177,10 @@ class Scheduler:
         timer = self._timer
         done: frozenset[int] = frozenset()
         if timer is None or timer.term != term:
-            low, done = self._table.progress(TIMER_QUEUE_ID)
-            start = max(low, store.min_queue_offset(SCHEDULE_TOPIC, TIMER_QUEUE_ID))
+            done = self._table.progress(TIMER_QUEUE_ID)[1]
+            start = max(
+                self._low(TIMER_QUEUE_ID), store.min_queue_offset(SCHEDULE_TOPIC, TIMER_QUEUE_ID)
+            )
             timer = self._timer = TimerHeap(TIMER_QUEUE_ID, term, start)
         end = store.max_queue_offset(SCHEDULE_TOPIC, TIMER_QUEUE_ID)
         while timer.scanned_to < end:
@@ -248,7 +257,7 @@ class Scheduler:
             low, delivered = self._table.low_after(
                 queue_id,
                 done,
-                store.min_queue_offset(SCHEDULE_TOPIC, queue_id),
+                max(self._low(queue_id), store.min_queue_offset(SCHEDULE_TOPIC, queue_id)),
                 store.max_queue_offset(SCHEDULE_TOPIC, queue_id),
             )
             queues.append((queue_id, low, delivered))

@@ -108,6 +108,11 @@ def require_group_name(group: str, limits: Limits) -> None:
         )
     if not _GROUP_PATTERN.fullmatch(group):
         raise InvalidRequestError(f"group {group!r} has characters outside [%|a-zA-Z0-9_-]")
+    if is_reserved_topic(group):
+        raise InvalidRequestError(
+            f"group {group!r}: names starting with {RESERVED_TOPIC_PREFIX!r} are raftlog's own "
+            "(the delay scheduler's progress)"
+        )
 
 
 def require_messages_or_records(request: client_pb2.ProduceRequest) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from raftlog.node.control import ScheduleProgress, control_message, decode_command
-from raftlog.node.messaging.schedule_table import ScheduleTable
+from raftlog.node.control import CommitOffsets, ScheduleProgress, control_message, decode_command
+from raftlog.node.messaging.schedule_table import SCHEDULE_GROUP, ScheduleTable, store_offsets
 
 
 def test_level_queue_progress_is_a_watermark() -> None:
@@ -39,3 +39,11 @@ def test_the_progress_record_round_trips() -> None:
     assert decode_command(control_message(command).body) == command
     with pytest.raises(ValueError):
         decode_command(b'{"v":1,"op":"schedule_progress","queues":[[1]]}')
+
+
+def test_each_low_is_mirrored_as_the_schedule_groups_offset() -> None:
+    mirror = store_offsets(ScheduleProgress(((0, 12, ()), (64, 3, (5, 9)))))
+    assert mirror == CommitOffsets(
+        SCHEDULE_GROUP, (("SCHEDULE_TOPIC_XXXX", 0, 12), ("SCHEDULE_TOPIC_XXXX", 64, 3))
+    )
+    assert SCHEDULE_GROUP.startswith("__raftlog")  # no client may commit to it

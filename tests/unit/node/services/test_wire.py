@@ -245,9 +245,12 @@ def test_topic_and_group_names() -> None:
     with pytest.raises(InvalidTopicError):
         require_client_topic("", limits)
     require_group_name("group-1", limits)
-    for group in ("", "a b", "x" * 128):
+    for group in ("", "a b", "x" * 128, "__raftlog_schedule"):
         with pytest.raises(InvalidRequestError):
             require_group_name(group, limits)
+    for topic in ("SCHEDULE_TOPIC_XXXX", "%RETRY%g", "%DLQ%g"):
+        with pytest.raises(InvalidRequestError, match="written only by the node"):
+            require_client_topic(topic, limits)
 
 
 def test_message_id_parsing() -> None:
