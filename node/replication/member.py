@@ -91,41 +91,7 @@ class RaftMember:
         staging_dir = os.path.join(config.store_dir, _STAGING_SUBDIR)
         if resume_interrupted_install(OsFileSystem(), config.store_dir, staging_dir):
             _log.warning("finished a snapshot install that a crash had interrupted")
-        began = time.monotonic()
-        self.store = MessageStore.open(
-            config.store_config(),
-            OsFileSystem(),
-            store_host=store_host,
-            dispatch_bound=self._dispatch_bound,
-            envelopes=ENTRY_ENVELOPES,
-            housekeeping_interval_ms=None,
-        )
-        try:
-            # Local and identical on every replica: the control topic has one queue, the
-            # schedule topic one per delay level and the timer queue (messaging/delay.py).
-            self.store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
-            self.store.create_topic(SCHEDULE_TOPIC, SCHEDULE_QUEUE_COUNT)
-            opened = time.monotonic()
-            _log.info(
-                "store opened in %.3f s (commit log %d..%d, dispatched to %d)",
-                opened - began,
-                self.store.commit_log.min_offset,
-                self.store.commit_log.max_offset,
-                self.store.dispatched_physical_offset,
-            )
-            self.book, bootstrap = _membership_at_start(config)
-            self.raft_log = _open_raft_log(self.store, config.store_dir, bootstrap)
-            hard_state, _ = self.raft_log.initial_state()
-            _log.info(
-                "raft log opened in %.3f s (entries %d..%d, commit %d)",
-                time.monotonic() - opened,
-                self.raft_log.first_index(),
-                self.raft_log.last_index(),
-                hard_state.commit,
-            )
-        except BaseException:
-            self.store.close()
-            raise
+        self._open_logs(config, store_host)
         self._config = config
         self.transport = PeerTransport(
             config.cluster_id, self.book.peers(), self._report_unreachable, dialer
@@ -164,6 +130,44 @@ class RaftMember:
                 self.store.commit_log, self.replica.end_of_entry, self._control_state_from
             ).fetch,
         )
+
+    def _open_logs(self, config: NodeConfig, store_host: tuple[str, int]) -> None:
+        """Open the store (the CommitLog) and the Raft log over it, timing each."""
+        began = time.monotonic()
+        self.store = MessageStore.open(
+            config.store_config(),
+            OsFileSystem(),
+            store_host=store_host,
+            dispatch_bound=self._dispatch_bound,
+            envelopes=ENTRY_ENVELOPES,
+            housekeeping_interval_ms=None,
+        )
+        try:
+            # Local and identical on every replica: the control topic has one queue, the
+            # schedule topic one per delay level and the timer queue (messaging/delay.py).
+            self.store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
+            self.store.create_topic(SCHEDULE_TOPIC, SCHEDULE_QUEUE_COUNT)
+            opened = time.monotonic()
+            _log.info(
+                "store opened in %.3f s (commit log %d..%d, dispatched to %d)",
+                opened - began,
+                self.store.commit_log.min_offset,
+                self.store.commit_log.max_offset,
+                self.store.dispatched_physical_offset,
+            )
+            self.book, bootstrap = _membership_at_start(config)
+            self.raft_log = _open_raft_log(self.store, config.store_dir, bootstrap)
+            hard_state, _ = self.raft_log.initial_state()
+            _log.info(
+                "raft log opened in %.3f s (entries %d..%d, commit %d)",
+                time.monotonic() - opened,
+                self.raft_log.first_index(),
+                self.raft_log.last_index(),
+                hard_state.commit,
+            )
+        except BaseException:
+            self.store.close()
+            raise
 
     def _control_state_from(self, log_index: int) -> tuple[int, ControlState] | None:
         """This member's applied index and control state, when it applied ``log_index`` or
