@@ -9,10 +9,13 @@ jittered backoff.
 
 Rules this module keeps: messages to one peer keep their order; the sender merges queued
 batches into one stream item up to ``_MAX_STREAM_ITEM_BYTES`` (amortizing gRPC's per-item
-cost under load); keepalive pings detect a peer that stopped answering (a paused process)
-within a few seconds; ``close`` stops every sender thread it started, within its timeout even
-when a peer is frozen (it cancels each sender's stream rather than waiting for the peer to end
-it); ``set_peers`` and ``send`` run on one thread (the Raft loop), ``close`` after it stopped.
+cost under load) and cuts a larger batch into items of at most that size (a leader catching
+a follower up hands over hundreds of 1 MiB APPENDs in one batch: as one item it passed gRPC's
+message limit and broke the stream every time); keepalive pings detect a peer that stopped
+answering (a paused process) within a few seconds; ``close`` stops every sender thread it
+started, within its timeout even when a peer is frozen (it cancels each sender's stream rather
+than waiting for the peer to end it); ``set_peers`` and ``send`` run on one thread (the Raft
+loop), ``close`` after it stopped.
 """
 
 from __future__ import annotations
@@ -41,8 +44,25 @@ _QUEUE_POLL_S = 0.2
 _RETIRE_AFTER_S = 2.0
 
 
+def _message_size_bytes(message: Message) -> int:
+    return 64 + sum(len(entry.data) + 32 for entry in message.entries)
+
+
 def _approximate_size_bytes(messages: Sequence[Message]) -> int:
-    return sum(64 + sum(len(entry.data) + 32 for entry in m.entries) for m in messages)
+    return sum(_message_size_bytes(m) for m in messages)
+
+
+def cut_stream_item(
+    messages: list[Message], max_bytes: int = _MAX_STREAM_ITEM_BYTES
+) -> tuple[list[Message], list[Message]]:
+    """The first messages of ``messages`` that fit ``max_bytes`` (at least one), and the
+    rest, in order."""
+    size_bytes = 0
+    for position, message in enumerate(messages):
+        size_bytes += _message_size_bytes(message)
+        if size_bytes > max_bytes and position > 0:
+            return messages[:position], messages[position:]
+    return messages, []
 
 
 class _PeerSender:
@@ -87,22 +107,30 @@ class _PeerSender:
         return not self._thread.is_alive()
 
     def _batches(self, stream_broken: threading.Event) -> Iterator[peer_pb2.RaftMessageBatch]:
-        while not self._closed.is_set() and not stream_broken.is_set():
-            try:
-                messages = self._queue.get(timeout=_QUEUE_POLL_S)
-            except queue.Empty:
-                continue
-            size_bytes = _approximate_size_bytes(messages)
-            while size_bytes < _MAX_STREAM_ITEM_BYTES:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                messages = messages + more
-                size_bytes += _approximate_size_bytes(more)
-            yield peer_pb2.RaftMessageBatch(
-                cluster_id=self._cluster_id, messages=[encode_message(m) for m in messages]
-            )
+        # Taken from the queue but not yet sent (what a cut left over), in order.
+        pending: list[Message] = []
+        try:
+            while not self._closed.is_set() and not stream_broken.is_set():
+                if not pending:
+                    try:
+                        pending = self._queue.get(timeout=_QUEUE_POLL_S)
+                    except queue.Empty:
+                        continue
+                size_bytes = _approximate_size_bytes(pending)
+                while size_bytes < _MAX_STREAM_ITEM_BYTES:
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    pending = pending + more
+                    size_bytes += _approximate_size_bytes(more)
+                item, pending = cut_stream_item(pending)
+                yield peer_pb2.RaftMessageBatch(
+                    cluster_id=self._cluster_id, messages=[encode_message(m) for m in item]
+                )
+        finally:
+            if pending:  # dropped with the stream; the core re-sends once told
+                self._on_unreachable(self.peer_id)
 
     def _drain(self) -> None:
         dropped = 0
