@@ -8,6 +8,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class TransactionResolution(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TRANSACTION_RESOLUTION_UNSPECIFIED: _ClassVar[TransactionResolution]
+    TRANSACTION_RESOLUTION_COMMIT: _ClassVar[TransactionResolution]
+    TRANSACTION_RESOLUTION_ROLLBACK: _ClassVar[TransactionResolution]
+
 class SendStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     SEND_STATUS_OK: _ClassVar[SendStatus]
@@ -39,6 +45,9 @@ class ReplicationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     REPLICATION_STATE_PROBE: _ClassVar[ReplicationState]
     REPLICATION_STATE_REPLICATE: _ClassVar[ReplicationState]
     REPLICATION_STATE_SNAPSHOT: _ClassVar[ReplicationState]
+TRANSACTION_RESOLUTION_UNSPECIFIED: TransactionResolution
+TRANSACTION_RESOLUTION_COMMIT: TransactionResolution
+TRANSACTION_RESOLUTION_ROLLBACK: TransactionResolution
 SEND_STATUS_OK: SendStatus
 SEND_STATUS_FLUSH_SLAVE_TIMEOUT: SendStatus
 SEND_STATUS_SLAVE_NOT_AVAILABLE: SendStatus
@@ -147,7 +156,7 @@ class ProduceMessage(_message.Message):
     def __init__(self, queue_id: _Optional[int] = ..., sharding_key: _Optional[str] = ..., keys: _Optional[_Iterable[str]] = ..., tags: _Optional[str] = ..., uniq_key: _Optional[str] = ..., properties: _Optional[_Iterable[_Union[Property, _Mapping]]] = ..., body: _Optional[bytes] = ..., flag: _Optional[int] = ..., born_timestamp_ms: _Optional[int] = ..., sys_flag: _Optional[int] = ..., reconsume_times: _Optional[int] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("topic", "messages", "records", "producer_id", "sequence", "delay_level", "deliver_at_ms")
+    __slots__ = ("topic", "messages", "records", "producer_id", "sequence", "delay_level", "deliver_at_ms", "transaction_group")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
@@ -155,6 +164,7 @@ class ProduceRequest(_message.Message):
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     DELAY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_GROUP_FIELD_NUMBER: _ClassVar[int]
     topic: str
     messages: _containers.RepeatedCompositeFieldContainer[ProduceMessage]
     records: bytes
@@ -162,19 +172,22 @@ class ProduceRequest(_message.Message):
     sequence: int
     delay_level: int
     deliver_at_ms: int
-    def __init__(self, topic: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ProduceMessage, _Mapping]]] = ..., records: _Optional[bytes] = ..., producer_id: _Optional[str] = ..., sequence: _Optional[int] = ..., delay_level: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ...) -> None: ...
+    transaction_group: str
+    def __init__(self, topic: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ProduceMessage, _Mapping]]] = ..., records: _Optional[bytes] = ..., producer_id: _Optional[str] = ..., sequence: _Optional[int] = ..., delay_level: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., transaction_group: _Optional[str] = ...) -> None: ...
 
 class ProduceResult(_message.Message):
-    __slots__ = ("queue_id", "queue_offset", "physical_offset", "msg_id")
+    __slots__ = ("queue_id", "queue_offset", "physical_offset", "msg_id", "transaction_queue_id")
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     PHYSICAL_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MSG_ID_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     queue_id: int
     queue_offset: int
     physical_offset: int
     msg_id: str
-    def __init__(self, queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., physical_offset: _Optional[int] = ..., msg_id: _Optional[str] = ...) -> None: ...
+    transaction_queue_id: int
+    def __init__(self, queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., physical_offset: _Optional[int] = ..., msg_id: _Optional[str] = ..., transaction_queue_id: _Optional[int] = ...) -> None: ...
 
 class ProduceResponse(_message.Message):
     __slots__ = ("results", "store_timestamp_ms", "duplicate", "raft_index", "raft_term", "send_status")
@@ -191,6 +204,52 @@ class ProduceResponse(_message.Message):
     raft_term: int
     send_status: SendStatus
     def __init__(self, results: _Optional[_Iterable[_Union[ProduceResult, _Mapping]]] = ..., store_timestamp_ms: _Optional[int] = ..., duplicate: _Optional[bool] = ..., raft_index: _Optional[int] = ..., raft_term: _Optional[int] = ..., send_status: _Optional[_Union[SendStatus, str]] = ...) -> None: ...
+
+class EndTransactionRequest(_message.Message):
+    __slots__ = ("producer_group", "topic", "transaction_id", "msg_id", "resolution", "from_check")
+    PRODUCER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    MSG_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOLUTION_FIELD_NUMBER: _ClassVar[int]
+    FROM_CHECK_FIELD_NUMBER: _ClassVar[int]
+    producer_group: str
+    topic: str
+    transaction_id: str
+    msg_id: str
+    resolution: TransactionResolution
+    from_check: bool
+    def __init__(self, producer_group: _Optional[str] = ..., topic: _Optional[str] = ..., transaction_id: _Optional[str] = ..., msg_id: _Optional[str] = ..., resolution: _Optional[_Union[TransactionResolution, str]] = ..., from_check: _Optional[bool] = ...) -> None: ...
+
+class EndTransactionResponse(_message.Message):
+    __slots__ = ("resolution", "duplicate", "result")
+    RESOLUTION_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    resolution: TransactionResolution
+    duplicate: bool
+    result: ProduceResult
+    def __init__(self, resolution: _Optional[_Union[TransactionResolution, str]] = ..., duplicate: _Optional[bool] = ..., result: _Optional[_Union[ProduceResult, _Mapping]] = ...) -> None: ...
+
+class TransactionChecksRequest(_message.Message):
+    __slots__ = ("producer_group", "client_id", "topics")
+    PRODUCER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    producer_group: str
+    client_id: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, producer_group: _Optional[str] = ..., client_id: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TransactionCheck(_message.Message):
+    __slots__ = ("message", "transaction_id", "check_times")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECK_TIMES_FIELD_NUMBER: _ClassVar[int]
+    message: StoredMessage
+    transaction_id: str
+    check_times: int
+    def __init__(self, message: _Optional[_Union[StoredMessage, _Mapping]] = ..., transaction_id: _Optional[str] = ..., check_times: _Optional[int] = ...) -> None: ...
 
 class ConsumerHeartbeatRequest(_message.Message):
     __slots__ = ("group", "client_id", "topics", "heartbeat_interval_ms", "leaving")

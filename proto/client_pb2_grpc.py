@@ -42,6 +42,16 @@ class ProducerStub:
                 request_serializer=raftlog_dot_v1_dot_client__pb2.ProduceRequest.SerializeToString,
                 response_deserializer=raftlog_dot_v1_dot_client__pb2.ProduceResponse.FromString,
                 _registered_method=True)
+        self.EndTransaction = channel.unary_unary(
+                '/raftlog.v1.Producer/EndTransaction',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.EndTransactionRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.EndTransactionResponse.FromString,
+                _registered_method=True)
+        self.TransactionChecks = channel.unary_stream(
+                '/raftlog.v1.Producer/TransactionChecks',
+                request_serializer=raftlog_dot_v1_dot_client__pb2.TransactionChecksRequest.SerializeToString,
+                response_deserializer=raftlog_dot_v1_dot_client__pb2.TransactionCheck.FromString,
+                _registered_method=True)
 
 
 class ProducerServicer:
@@ -65,6 +75,39 @@ class ProducerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EndTransaction(self, request, context):
+        """Transactional messages (docs/messaging.md "Transactions"): decide a transaction whose half
+        message a Produce with `transaction_group` stored. COMMIT writes the message to its real
+        topic and queue (sys_flag 0x8, prepared_transaction_offset = the half's physical offset)
+        and the decision to RMQ_SYS_TRANS_OP_HALF_TOPIC in ONE Raft entry; ROLLBACK writes only
+        the decision. Idempotent: a transaction is decided once, and a later request (a retry,
+        or a check-back's answer) is answered with the recorded decision and `duplicate`, never
+        stored again. Leader only; Raft mode only (a master-slave node answers
+        INVALID_ARGUMENT). Errors: INVALID_ARGUMENT (bad group, topic or id; the id names no half
+        message of this transaction, topic and group; no resolution), NOT_FOUND (no such
+        message: retention deleted it), FAILED_PRECONDITION (not leader), UNAVAILABLE,
+        DEADLINE_EXCEEDED (unknown outcome: send it again, it is decided at most once).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TransactionChecks(self, request, context):
+        """The check-back stream of a transactional producer: the leader sends a TransactionCheck
+        for each half message of the producer group and named topics left undecided longer
+        than the node's transaction_timeout_ms, again every transaction_check_interval_ms, at
+        most transaction_check_max times (then it rolls the transaction back); the producer
+        answers each with EndTransaction (from_check). The first message is an empty
+        TransactionCheck (no `message`): the stream is registered. A check goes to one live
+        stream of the group that named the half's topic. The stream ends when this member stops
+        leading (FAILED_PRECONDITION + NotLeader: reopen it at the new leader). Leader only; Raft
+        mode only. Errors: INVALID_ARGUMENT (bad group, client id or topics), FAILED_PRECONDITION
+        (not leader), RESOURCE_EXHAUSTED (too many check streams on this node), UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ProducerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -72,6 +115,16 @@ def add_ProducerServicer_to_server(servicer, server):
                     servicer.Produce,
                     request_deserializer=raftlog_dot_v1_dot_client__pb2.ProduceRequest.FromString,
                     response_serializer=raftlog_dot_v1_dot_client__pb2.ProduceResponse.SerializeToString,
+            ),
+            'EndTransaction': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndTransaction,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.EndTransactionRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.EndTransactionResponse.SerializeToString,
+            ),
+            'TransactionChecks': grpc.unary_stream_rpc_method_handler(
+                    servicer.TransactionChecks,
+                    request_deserializer=raftlog_dot_v1_dot_client__pb2.TransactionChecksRequest.FromString,
+                    response_serializer=raftlog_dot_v1_dot_client__pb2.TransactionCheck.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -103,6 +156,60 @@ class Producer:
             '/raftlog.v1.Producer/Produce',
             raftlog_dot_v1_dot_client__pb2.ProduceRequest.SerializeToString,
             raftlog_dot_v1_dot_client__pb2.ProduceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndTransaction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlog.v1.Producer/EndTransaction',
+            raftlog_dot_v1_dot_client__pb2.EndTransactionRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.EndTransactionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TransactionChecks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/raftlog.v1.Producer/TransactionChecks',
+            raftlog_dot_v1_dot_client__pb2.TransactionChecksRequest.SerializeToString,
+            raftlog_dot_v1_dot_client__pb2.TransactionCheck.FromString,
             options,
             channel_credentials,
             insecure,

@@ -31,7 +31,11 @@ BIDI_STREAMING = (True, True)
 
 # service name -> {method: (client streaming, server streaming)}
 EXPECTED_METHODS: dict[str, dict[str, tuple[bool, bool]]] = {
-    "raftlog.v1.Producer": {"Produce": UNARY},
+    "raftlog.v1.Producer": {
+        "Produce": UNARY,
+        "EndTransaction": UNARY,
+        "TransactionChecks": SERVER_STREAMING,
+    },
     "raftlog.v1.Consumer": {
         "Pull": UNARY,
         "QueryByKey": UNARY,
