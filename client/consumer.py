@@ -18,6 +18,12 @@ Rules this module keeps:
   on the real tag string, so a hash collision never hands over another tag's message.
 - In broadcast mode the offsets are this member's own, in a local file (local_offsets.py):
   the group's offsets on the cluster are never read or written.
+- Clustering (no ``queue_ids``, not broadcast): the consumer reads only the queues the
+  group's allocation gives it, and with ``orderly`` only those it holds the lock of
+  (rebalance.py). Before each poll the positions follow that set: a queue given up has its
+  position (or what ``set_revoke_listener`` says) committed, then its lock released; a queue
+  taken starts at the group's committed offset. With explicit ``queue_ids`` nothing is
+  shared or locked (RocketMQ's assign).
 - When an answer says more messages are there, the next Pull of that queue is sent at once
   on one prefetch thread (no long poll), so the member reads and sends it while this thread
   decodes; it is used only if the position is still where it was asked from, and a failed or
@@ -45,6 +51,13 @@ from raftlog.client.errors import (
 )
 from raftlog.client.local_offsets import LocalOffsetStore, default_client_id
 from raftlog.client.messages import Message, messages_from_records
+from raftlog.client.queue_handover import QueueHandover, RevokeListener
+from raftlog.client.rebalance import (
+    DEFAULT_HEARTBEAT_INTERVAL_S,
+    Rebalance,
+    check_member_id,
+    new_member_id,
+)
 from raftlog.client.retry import RetryPolicy
 from raftlog.client.retry_reader import RetryReader
 from raftlog.client.send_back import (
@@ -84,6 +97,16 @@ class Consumer:
     committed. Two live members with the same client id, group and topic on one host are
     refused (OffsetsInUseError).
 
+    Clustering (the default without ``queue_ids``): the group's live members share the
+    topic's queues (docs/messaging.md "Clustering and rebalance"): each sends the leader a
+    heartbeat every ``heartbeat_interval_s`` and reads what ``allocation`` ("average",
+    "average_by_circle" or "consistent_hash") gives it; ``client_id`` is its member id
+    (default: host, process and a random part). ``from_beginning`` applies to the first
+    queues it reads; a queue taken over later resumes at the group's committed offset.
+    ``queue_ids`` reads those queues instead, sharing nothing. ``orderly=True`` reads a queue
+    only while it holds the queue's lock (docs/messaging.md "Ordered messages"): one member
+    at a time, in queue order, across failovers; it does not read the retry topic.
+
     Retries (docs/messaging.md): ``reconsume_later(message)`` sends a message back; it comes
     back through ``poll`` from the group's retry topic, which the consumer reads by itself
     (``subscribe_retry``; not in broadcast mode), until ``max_reconsume_times`` retries
@@ -106,7 +129,12 @@ class Consumer:
         offsets_dir: str | os.PathLike[str] | None = None,
         max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES,
         subscribe_retry: bool = True,
+        orderly: bool = False,
+        allocation: str = "average",
+        heartbeat_interval_s: float = DEFAULT_HEARTBEAT_INTERVAL_S,
     ) -> None:
+        if orderly and queue_ids is not None:
+            raise ValueError("orderly consumption locks the queues rebalance gives: no queue_ids")
         if not group:
             raise ValueError("group is empty")
         if not topic:
@@ -136,14 +164,45 @@ class Consumer:
         self._prefetched: dict[int, tuple[int, Future[Any]]] = {}
         self._prefetch_pool: ThreadPoolExecutor | None = None
         self.broadcast = broadcast
+        self.orderly = orderly
         self._send_backs = SendBacks(self._connection, group, max_reconsume_times, self._policy)
-        # The group's retry topic, read beside this one (not in broadcast: RocketMQ's neither).
+        # Clustering: the queues this member reads follow the group's allocation.
+        self.member_id = check_member_id(client_id) if client_id else new_member_id()
+        plan = Rebalance(
+            self._connection,
+            group,
+            topic,
+            self.member_id,
+            self._queue_bounds,
+            allocation=allocation,
+            heartbeat_interval_s=heartbeat_interval_s,
+            orderly=orderly,
+            policy=self._policy,
+        )
+        clustering = queue_ids is None and not broadcast
+        self._handover = (
+            QueueHandover(
+                plan, self._initial_positions, self.commit, self._forget_queues, from_beginning
+            )
+            if clustering
+            else None
+        )
+        # The group's retry topic, read beside this one (not in broadcast: RocketMQ's neither;
+        # not orderly: a message is retried in place there).
         self._retry = (
             RetryReader(
-                Consumer(self._connection, group, retry_topic(group), subscribe_retry=False),
+                Consumer(
+                    self._connection,
+                    group,
+                    retry_topic(group),
+                    subscribe_retry=False,
+                    client_id=self.member_id,
+                    allocation=allocation,
+                    heartbeat_interval_s=heartbeat_interval_s,
+                ),
                 retry_topic(group),
             )
-            if subscribe_retry and not broadcast
+            if subscribe_retry and not broadcast and not orderly
             else None
         )
         # Last: it takes the member's lock on its offsets file, which close() releases.
@@ -193,14 +252,44 @@ class Consumer:
         if self._positions is not None:
             return self._positions
         bounds = self._queue_bounds()
+        if self._handover is not None:
+            self._positions = {}
+            self._handover.plan.bounds = bounds
+            self._rebalance()
+            return self._positions
+        self._positions = self._initial_positions(bounds, self._from_beginning)
+        return self._positions
+
+    def _initial_positions(self, bounds: Mapping[int, int], from_beginning: bool) -> dict[int, int]:
+        """Where the queues of ``bounds`` (queue id -> first live offset) start: at the
+        stored offsets unless ``from_beginning``."""
         positions = dict(bounds)
-        if not self._from_beginning:
+        if not from_beginning:
             for queue_id, offset in self._stored_offsets(sorted(bounds)).items():
                 if queue_id in positions:
                     positions[queue_id] = max(offset, 0)
                     self._committed[queue_id] = offset
-        self._positions = positions
         return positions
+
+    def _rebalance(self) -> None:
+        """Read the queues the group's allocation (and, orderly, the locks) give now."""
+        if self._handover is not None and self._positions is not None:
+            self._handover.apply(self._positions)
+
+    def _forget_queues(self, queue_ids: list[int]) -> None:
+        """Stop reading these queues (given up: their offsets are committed)."""
+        for queue_id in queue_ids:
+            self._start().pop(queue_id, None)
+            self._committed.pop(queue_id, None)
+            self._prefetched.pop(queue_id, None)
+            self._paused.discard(queue_id)
+
+    def set_revoke_listener(self, listener: RevokeListener | None) -> None:
+        """``listener(queue_ids, positions)`` runs on the polling thread before queues are
+        given up and answers the offsets to commit for them; it returns only once nothing
+        of them is consumed any more (queue_handover.py). Clustering only."""
+        if self._handover is not None:
+            self._handover.revoke_listener = listener
 
     def _stored_offsets(self, queue_ids: list[int]) -> dict[int, int]:
         """Queue id -> committed offset: this member's file (broadcast), else the group's
@@ -253,6 +342,7 @@ class Consumer:
 
     def _poll_own(self, timeout_s: float) -> list[Message]:
         positions = self._start()
+        self._rebalance()
         queue_ids = sorted(q for q in positions if q not in self._paused)
         if not queue_ids:
             self._stop.wait(max(0.0, timeout_s))
@@ -273,6 +363,10 @@ class Consumer:
                 else:
                     long_poll_s = max(0.0, min(_MULTI_QUEUE_POLL_SLICE_S, remaining_s))
                 messages = self._poll_queue(queue_id, long_poll_s)
+                if self._handover and not self._handover.still_locked(
+                    queue_id, messages, positions
+                ):
+                    return []
                 if messages:
                     self._rotation = (self._rotation + index + 1) % len(queue_ids)
                     return messages
@@ -382,6 +476,8 @@ class Consumer:
         consume it again). Thread-safe. client/send_back.py says more."""
         if self.broadcast:
             raise ValueError("broadcast consumption has no retry topic (RocketMQ's neither)")
+        if self.orderly:
+            raise ValueError("orderly consumption retries in place: seek back to the message")
         return self._send_backs.send(message, delay_level)
 
     # -- positions -------------------------------------------------------------------------
@@ -471,6 +567,8 @@ class Consumer:
             self._prefetch_pool.shutdown(wait=False, cancel_futures=True)
         if self._retry is not None:
             self._retry.close()
+        if self._handover is not None:
+            self._handover.plan.leave()  # does not commit: close() never does
         if self._owns_connection:
             self._connection.close()
         if self._local_offsets is not None:
