@@ -28,6 +28,12 @@ from raftlog.node.messaging.delay import (
     DelaySettings,
     parse_delay_levels,
 )
+from raftlog.node.messaging.transaction_table import (
+    DEFAULT_TRANSACTION_CHECK_INTERVAL_MS,
+    DEFAULT_TRANSACTION_CHECK_MAX,
+    DEFAULT_TRANSACTION_TIMEOUT_MS,
+    TransactionSettings,
+)
 from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.topic_config import MAX_QUEUE_COUNT
 from raftlog.store.validation import Limits
@@ -231,6 +237,13 @@ class NodeConfig:
     # REBALANCE_LOCK_MAX_LIVE_TIME; a new leader grants no lock for this long after it took
     # over, so set it the same on every member.
     consumer_lock_lease_ms: int = 30_000
+    # -- transactional messages (docs/messaging.md): a half message undecided this long is
+    # checked back with a producer of its group (RocketMQ's transactionTimeOut), again every
+    # check interval (transactionCheckInterval), at most transaction_check_max times
+    # (transactionCheckMax); then the leader rolls it back.
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    transaction_check_interval_ms: int = DEFAULT_TRANSACTION_CHECK_INTERVAL_MS
+    transaction_check_max: int = DEFAULT_TRANSACTION_CHECK_MAX
 
     def __post_init__(self) -> None:
         check_id("node_id", self.node_id)
@@ -302,6 +315,9 @@ class NodeConfig:
             "switch_interval_us",
             "stop_grace_ms",
             "consumer_lock_lease_ms",
+            "transaction_timeout_ms",
+            "transaction_check_interval_ms",
+            "transaction_check_max",
             *REQUEST_LIMIT_FIELDS,
         ):
             value = getattr(self, name)
@@ -383,6 +399,14 @@ class NodeConfig:
                 f"timer_max_delay_ms: {self.timer_max_delay_ms!r} must be a positive integer"
             )
         return DelaySettings(levels_ms, self.timer_max_delay_ms)
+
+    def transaction_settings(self) -> TransactionSettings:
+        """The transactions' check-back settings (checked positive by ``__post_init__``)."""
+        return TransactionSettings(
+            self.transaction_timeout_ms,
+            self.transaction_check_interval_ms,
+            self.transaction_check_max,
+        )
 
     @property
     def tls_enabled(self) -> bool:

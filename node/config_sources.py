@@ -24,7 +24,7 @@ _INT_FIELDS = frozenset(
     name
     for name in FIELD_NAMES
     if name.endswith(("_ms", "_us", "_ticks", "_bytes", "_hours", "_count"))
-) | {"broker_id", "min_in_sync_replicas"}
+) | {"broker_id", "min_in_sync_replicas", "transaction_check_max"}
 _FLOAT_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_ratio"))
 _BOOL_FIELDS = frozenset(name for name in FIELD_NAMES if name.endswith("_enable"))
 # Fields written "n1=host:port,n2=host:port" in the environment and on the command line.

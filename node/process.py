@@ -115,6 +115,7 @@ class Node:
                 AccessPolicy(self.store.access_rules, config.superusers)
                 if config.acl_enable
                 else None,
+                self.member.transactions if isinstance(self.member, RaftMember) else None,
             )
         except BaseException:
             if self.metrics is not None:

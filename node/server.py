@@ -29,6 +29,7 @@ from raftlog.node.services.client_api import ClientServices, add_client_services
 from raftlog.node.services.health import NodeHealth
 from raftlog.node.services.limits import ServiceLimits
 from raftlog.node.services.request_guard import RequestGuard
+from raftlog.node.transaction_path import TransactionPath
 from raftlog.node.write_path import WritePath
 from raftlog.proto import client_pb2
 from raftlog.store.message_store import MessageStore
@@ -69,6 +70,7 @@ class NodeServer:
         tls: NodeTls | None = None,
         tokens: TokenFile | None = None,
         access: AccessPolicy | None = None,
+        transactions: TransactionPath | None = None,
     ) -> None:
         interceptors = (*((metrics.rpc,) if metrics is not None else ()), RequestGuard())
         # Tokens and access rules guard the client port only: the peer port is mTLS's. The
@@ -99,6 +101,7 @@ class NodeServer:
             limits,
             membership,
             metrics_url=metrics.url if metrics is not None else "",
+            transactions=transactions,
         )
         add_peer_service(self._peer_server)
         self._service_names = CLIENT_SERVICE_NAMES

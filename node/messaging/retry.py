@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from raftlog.node.messaging.transaction import is_transaction_topic
 from raftlog.store.hashing import SCHEDULE_TOPIC
 
 RETRY_TOPIC_PREFIX = "%RETRY%"
@@ -38,11 +39,13 @@ def dlq_topic(group: str) -> str:
 
 
 def is_node_written_topic(topic: str) -> bool:
-    """The schedule, retry and dead-letter topics: only the node writes them."""
+    """The schedule, retry, dead-letter and transaction (half, op) topics: only the node
+    writes them."""
     return (
         topic == SCHEDULE_TOPIC
         or topic.startswith(RETRY_TOPIC_PREFIX)
         or topic.startswith(DLQ_TOPIC_PREFIX)
+        or is_transaction_topic(topic)
     )
 
 

@@ -40,6 +40,7 @@ from raftlog.node.replication.raft_write_path import RaftWritePath
 from raftlog.node.replication.replica import Replica, ReplicaSettings
 from raftlog.node.replication.scheduler import Scheduler
 from raftlog.node.replication.snapshot_install import resume_interrupted_install
+from raftlog.node.replication.transactions import TransactionCoordinator
 from raftlog.proto import peer_pb2, peer_pb2_grpc
 from raftlog.raft.types import ConfChange, ConfState, EntryType, Ready
 from raftlog.store.control_state import ControlState
@@ -117,6 +118,7 @@ class RaftMember:
         )
         self.write_path = RaftWritePath(self.replica)
         self.scheduler = Scheduler(self.replica)
+        self.transactions = TransactionCoordinator(self.replica, config.transaction_settings())
         self.membership = MembershipChanges(self.replica, self.book)
         self._was_member = True
         self._peer_service = RaftPeerService(
@@ -227,14 +229,16 @@ class RaftMember:
     def start(self) -> None:
         self.replica.start()
         self.scheduler.start()
+        self.transactions.start()
         if self._config.join_addresses:
             # A learner that joined (now, or before a restart) asks to become a voter.
             start_promotion(self._config, lambda: self.replica.view, self.replica.stopping)
 
     def stop_replication(self, handover_s: float = 3.0) -> None:
-        """Before the server stops: stop delivering delayed messages, hand leadership over
-        (within ``handover_s``) and stop the Raft loop."""
+        """Before the server stops: stop delivering delayed messages and checking transactions
+        back, hand leadership over (within ``handover_s``) and stop the Raft loop."""
         self.scheduler.close()
+        self.transactions.close()
         self.replica.close(handover_s)
 
     def close(self) -> None:

@@ -6,6 +6,8 @@ they mean):
 | methods | needs |
 |---|---|
 | Producer.Produce | produce on the request's topic |
+| Producer.EndTransaction | produce on the request's topic (the half message's real topic) |
+| Producer.TransactionChecks (a stream) | produce on every topic named |
 | Consumer.Pull, QueryByKey, QueryOffsetByTime | consume on the request's topic |
 | Consumer.CommitOffsets, FetchOffsets | consume on every topic named |
 | Consumer.SendBack | consume on the topic the message was pulled from |
@@ -26,7 +28,8 @@ Rules this module keeps:
 - It runs inside RequestGuard (after it in the server's interceptors), so it only ever sees
   requests that parsed.
 - A raftlog method this table does not name needs admin on ``*``: a new method is closed
-  until someone decides otherwise.
+  until someone decides otherwise. Unary methods and server-streaming ones (checked before
+  the stream starts) are wrapped alike.
 - The leader decides the calls only it serves: a member that is not the leader passes a call
   it would refuse on to the service, which answers "not leader" without writing, so a grant
   the leader has applied is never refused by a follower that lags behind it.
@@ -53,6 +56,8 @@ def _one(request: Any) -> Iterable[str]:
 
 _BEFORE: dict[str, tuple[str, TopicsOf]] = {
     "Producer/Produce": (PRODUCE, _one),
+    "Producer/EndTransaction": (PRODUCE, _one),
+    "Producer/TransactionChecks": (PRODUCE, lambda r: set(r.topics)),
     "Consumer/Pull": (CONSUME, _one),
     "Consumer/QueryByKey": (CONSUME, _one),
     "Consumer/QueryOffsetByTime": (CONSUME, _one),
@@ -74,6 +79,8 @@ _ANSWER_CHECKED = "Consumer/QueryByMessageId"
 _LEADER_SERVED = frozenset(
     {
         "Producer/Produce",
+        "Producer/EndTransaction",
+        "Producer/TransactionChecks",
         "Consumer/CommitOffsets",
         "Consumer/SendBack",
         "Consumer/Heartbeat",
@@ -106,7 +113,8 @@ def caller_of(
 
 
 class AclCheck(HandlerWrapper):
-    """Wraps each raftlog unary method with its permission check (see the module's table)."""
+    """Wraps each raftlog unary or server-streaming method with its permission check (see
+    the module's table)."""
 
     def __init__(
         self,
@@ -120,7 +128,7 @@ class AclCheck(HandlerWrapper):
         self._is_leader = is_leader
 
     def wants(self, handler: grpc.RpcMethodHandler) -> bool:
-        return handler.unary_unary is not None
+        return handler.unary_unary is not None or handler.unary_stream is not None
 
     def wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         if not method.startswith(_API_PREFIX):
@@ -128,7 +136,8 @@ class AclCheck(HandlerWrapper):
         name = method[len(_API_PREFIX) :]
         if name in _OPEN:
             return handler
-        behavior = handler.unary_unary
+        streaming = handler.unary_unary is None
+        behavior = handler.unary_stream if streaming else handler.unary_unary
         permission, topics_of = _BEFORE.get(name, (ADMIN, lambda _request: (None,)))
         leader_served = name in _LEADER_SERVED
 
@@ -148,6 +157,8 @@ class AclCheck(HandlerWrapper):
                 self._deny(context, caller, permission, denied[0])
             return behavior(request, context)
 
+        if streaming:
+            return handler._replace(unary_stream=checked)
         return handler._replace(unary_unary=checked)
 
     def _caller(self, context: grpc.ServicerContext) -> str:

@@ -14,13 +14,16 @@ Rules this module keeps:
 - A member that is not the leader refuses before proposing (FAILED_PRECONDITION + NotLeader):
   even when the topic is not yet known on this member, so a client is redirected, not told the
   topic does not exist.
+- A transactional send (``transaction_group``) passes the same checks, then is stored as a
+  half message; EndTransaction and the TransactionChecks stream are transactions.py's.
 - Every error becomes a status through ``status_codes.abort_on_error``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 
@@ -34,6 +37,7 @@ from raftlog.node.services.limits import (
     timeout_for_call,
 )
 from raftlog.node.services.status_codes import abort_on_error
+from raftlog.node.services.transactions import END_TRANSACTION_OVERRIDES, TransactionCalls
 from raftlog.node.services.wire import (
     QueueSelector,
     born_host_from_peer,
@@ -43,6 +47,7 @@ from raftlog.node.services.wire import (
     require_producer_identity,
     store_messages,
 )
+from raftlog.node.transaction_path import TransactionPath
 from raftlog.node.write_path import ClusterView, ProduceOutcome, WritePath
 from raftlog.proto import client_pb2, client_pb2_grpc
 from raftlog.store.errors import UnknownTopicError
@@ -56,7 +61,13 @@ _LEADER_WAIT_S = 2.0
 
 
 class ProducerService(client_pb2_grpc.ProducerServicer):
-    def __init__(self, store: MessageStore, write_path: WritePath, limits: ServiceLimits) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        write_path: WritePath,
+        limits: ServiceLimits,
+        transactions: TransactionPath | None = None,
+    ) -> None:
         self._store = store
         self._write_path = write_path
         self._limits = limits
@@ -64,16 +75,48 @@ class ProducerService(client_pb2_grpc.ProducerServicer):
         self._inflight = InflightLimit(
             limits.max_inflight_produce_count, "max_inflight_produce_count", "produces"
         )
+        self._transactions = TransactionCalls(write_path, limits, transactions)
+
+    def stop(self) -> None:
+        """End the check streams (the node stops)."""
+        self._transactions.stop()
 
     def Produce(
         self, request: client_pb2.ProduceRequest, context: grpc.ServicerContext
     ) -> client_pb2.ProduceResponse:
         with abort_on_error(context), self._inflight.admit(context.peer()):
+            if request.transaction_group:
+                return self._produce_half(request, context)
             return produce_response(self._produce(request, context))
 
-    def _produce(
+    def EndTransaction(
+        self, request: client_pb2.EndTransactionRequest, context: grpc.ServicerContext
+    ) -> client_pb2.EndTransactionResponse:
+        with abort_on_error(context, overrides=END_TRANSACTION_OVERRIDES):
+            timeout_s = timeout_for_call(context.time_remaining(), self._limits.max_write_timeout_s)
+            return self._transactions.end_transaction(request, timeout_s)
+
+    def TransactionChecks(
+        self, request: client_pb2.TransactionChecksRequest, context: grpc.ServicerContext
+    ) -> Iterator[Any]:
+        return self._transactions.checks(request, context)
+
+    def _produce_half(
         self, request: client_pb2.ProduceRequest, context: grpc.ServicerContext
-    ) -> ProduceOutcome:
+    ) -> client_pb2.ProduceResponse:
+        """A transactional send: checked as any produce, stored as a half message."""
+        self._transactions.check_half(request)
+        self._check(request)
+        message = self._messages(request, context)[0]
+        return self._transactions.produce_half(
+            request,
+            message,
+            self._queue_count,
+            timeout_for_call(context.time_remaining(), self._limits.max_write_timeout_s),
+        )
+
+    def _check(self, request: client_pb2.ProduceRequest) -> None:
+        """The limits and stateless checks every produce passes first."""
         limits = self._limits
         require_within(
             request.ByteSize(),
@@ -93,6 +136,12 @@ class ProducerService(client_pb2_grpc.ProducerServicer):
             request.producer_id, request.sequence, limits.max_producer_id_bytes
         )
         check_delay(request, limits.delay, self._write_path)
+
+    def _produce(
+        self, request: client_pb2.ProduceRequest, context: grpc.ServicerContext
+    ) -> ProduceOutcome:
+        self._check(request)
+        limits = self._limits
         if request.records and not wants_delay(request):
             return self._write_path.produce_encoded(
                 request.topic,

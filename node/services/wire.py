@@ -82,7 +82,8 @@ def require_topic_name(topic: str, limits: Limits) -> None:
 
 def require_client_topic(topic: str, limits: Limits) -> None:
     """A topic a client may write to or create: well-formed, not reserved for raftlog, and
-    not one the node writes for delay, retry and dead letters (node/messaging/retry.py)."""
+    not one the node writes for delay, retry, dead letters and transactions
+    (node/messaging/retry.py)."""
     validate_topic(topic, limits)
     if is_reserved_topic(topic):
         raise InvalidRequestError(
@@ -93,7 +94,8 @@ def require_client_topic(topic: str, limits: Limits) -> None:
         raise InvalidRequestError(
             f"topic {topic!r} is written only by the node: send with delay_level or "
             "deliver_at_ms for a delay, Consumer.reconsume_later for a retry, `raftlog dlq "
-            "resend` to send a dead letter back"
+            "resend` to send a dead letter back, Producer.send_in_transaction for a "
+            "transaction"
         )
 
 
