@@ -3,7 +3,8 @@
 ``Producer`` sends (idempotent and in order by default), ``Consumer`` reads a topic for a
 consumer group with long polling (``tags`` filters, ``broadcast=True`` gives every member
 every message; ``reconsume_later`` sends one back to the group's retry topic),
-``PushConsumer`` calls a listener on a thread pool, ``Admin`` manages
+``PushConsumer`` calls a listener on a thread pool; ``Producer.send_in_transaction`` sends a
+transactional message (``TransactionState`` is what its callbacks answer); ``Admin`` manages
 topics and the cluster and queries messages. Every failure is a ``RaftlogError`` subclass;
 ``UnknownOutcomeError`` means a write may or may not be stored, never that it failed. This
 package imports only raftlog.proto and third-party packages (import-linter contract).
@@ -48,6 +49,7 @@ from raftlog.client.retry import RetryPolicy
 from raftlog.client.send_back import SendBackResult
 from raftlog.client.tag_filter import TagFilter
 from raftlog.client.tls import ClientTls
+from raftlog.client.transaction import TransactionSendResult, TransactionState
 
 __all__ = [
     "AclRule",
@@ -82,6 +84,8 @@ __all__ = [
     "TopicCreation",
     "TopicDescription",
     "TopicInfo",
+    "TransactionSendResult",
+    "TransactionState",
     "UnauthenticatedError",
     "UnavailableError",
     "UnknownOutcomeError",

@@ -96,6 +96,8 @@ class SendResult:
     uniq_key: str = ""
     store_timestamp_ms: int = 0
     send_status: str = "SEND_OK"
+    # A half message (send_in_transaction): the queue of ``topic`` a commit writes it to.
+    transaction_queue_id: int = 0
 
     @property
     def replicated(self) -> bool:

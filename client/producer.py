@@ -19,6 +19,8 @@ Rules this module keeps:
 - Each message without a ``uniq_key`` gets a fresh UUID, so it can be found by key later.
 - Pending batches are bounded (``max_pending_batches``); ``send_async`` blocks up to
   ``timeout_s`` for room, then raises ResourceExhaustedError.
+- Transactional sends (``send_in_transaction``, client/transaction.py) go through the same
+  ordered, idempotent path as a batch of one, never coalesced with another.
 - Batches of one topic queued behind each other are coalesced into one request (at most
   ``MAX_COALESCED_MESSAGES`` messages / ``MAX_COALESCED_BYTES``), in order: many
   ``send_async`` calls cost one round trip and one Raft entry. A coalesced request is atomic;
@@ -33,7 +35,7 @@ import os
 import queue
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,8 +51,17 @@ from raftlog.client.errors import (
     UnavailableError,
     UnknownOutcomeError,
 )
-from raftlog.client.messages import OutgoingMessage, SendResult
+from raftlog.client.messages import Message, OutgoingMessage, SendResult
 from raftlog.client.retry import RetryPolicy
+from raftlog.client.transaction import (
+    DEFAULT_PRODUCER_GROUP,
+    CheckStream,
+    TransactionEnds,
+    TransactionSendResult,
+    TransactionState,
+    finish,
+    local_message,
+)
 from raftlog.proto import client_pb2
 
 MAX_PRODUCER_ID_BYTES = 64
@@ -81,6 +92,8 @@ class _Batch:
     single: bool = False
     # ProduceRequest.delay_level / deliver_at_ms (0: none): only equal delays coalesce.
     delay: tuple[int, int] = (0, 0)
+    # ProduceRequest.transaction_group ("": an ordinary send): a half message, never coalesced.
+    transaction_group: str = ""
 
     @classmethod
     def of(
@@ -227,6 +240,12 @@ class Producer:
     you reuse across process restarts, also pass ``first_sequence`` one past the last
     sequence that id ever sent, or new batches are taken for resends. ``timeout_s``: the
     total time one batch may take, retries included.
+
+    Transactions (``send_in_transaction``; docs/messaging.md): ``group`` is the producer
+    group (default ``DEFAULT_PRODUCER``: give each application its own); with a
+    ``transaction_checker`` the producer keeps a check-back stream to the leader and answers
+    the group's undecided transactions of ``transaction_topics`` and of every topic it sent
+    a transaction to.
     """
 
     def __init__(
@@ -240,6 +259,9 @@ class Producer:
         attempt_timeout_s: float = 10.0,
         max_attempts: int = 10,
         max_pending_batches: int = DEFAULT_MAX_PENDING_BATCHES,
+        group: str = DEFAULT_PRODUCER_GROUP,
+        transaction_checker: Callable[[Message], TransactionState] | None = None,
+        transaction_topics: Sequence[str] = (),
     ) -> None:
         if producer_id is not None and not idempotent:
             raise ValueError("producer_id is only meaningful for an idempotent producer")
@@ -272,6 +294,13 @@ class Producer:
             target=self._run, name=f"raftlog-producer-{self.producer_id[:8]}", daemon=True
         )
         self._sender.start()
+        self.group = group
+        self._ends = TransactionEnds(self._connection, group, self._policy)
+        self._check_stream: CheckStream | None = None
+        if transaction_checker is not None:
+            self._check_stream = CheckStream(
+                self._connection, group, transaction_checker, self._ends, transaction_topics
+            )
 
     @property
     def connection(self) -> Connection:
@@ -317,6 +346,34 @@ class Producer:
     ) -> list[SendResult]:
         """Send a batch (stored atomically: all or none) and wait; results in order."""
         return self._send_batch_now(_Batch.of(topic, [_to_proto(m) for m in messages]))
+
+    def send_in_transaction(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        local_transaction: Callable[[Message], TransactionState],
+        key: str | None = None,
+        keys: Sequence[str] = (),
+        tags: str = "",
+        queue_id: int | None = None,
+        sharding_key: str | None = None,
+        properties: Mapping[str, str] | Sequence[tuple[str, str]] = (),
+        uniq_key: str = "",
+    ) -> TransactionSendResult:
+        """Send one message in a transaction (client/transaction.py): stored as a half
+        message, invisible to consumers; then ``local_transaction(message)`` runs here and
+        its TransactionState ends the transaction (UNKNOWN leaves it to the check-back).
+        Raises a RaftlogError only when the half was not stored (UnknownOutcomeError: it may
+        be; the local transaction did not run)."""
+        if self._check_stream is not None:
+            self._check_stream.add_topic(topic)
+        fields = (key, keys, tags, queue_id, sharding_key, properties, uniq_key)
+        batch = _one(topic, body, *fields)
+        batch.transaction_group = self.group
+        half = self._send_batch_now(batch)[0]
+        message = local_message(topic, batch.messages[0], half)
+        return finish(self._ends, message, half, local_transaction)
 
     def _send_batch_now(self, batch: _Batch) -> list[SendResult]:
         """Send from this thread when nothing is queued or being sent (the order then holds
@@ -436,6 +493,8 @@ class Producer:
                 or not candidate.messages
                 or candidate.topic != first.topic
                 or candidate.delay != first.delay
+                or candidate.transaction_group
+                or first.transaction_group
                 or message_count + len(candidate.messages) > MAX_COALESCED_MESSAGES
             ):
                 self._carry = candidate
@@ -540,6 +599,7 @@ class Producer:
             sequence=batch.sequence,
             delay_level=batch.delay[0],
             deliver_at_ms=batch.delay[1],
+            transaction_group=batch.transaction_group,
         )
 
         def produce(timeout_s: float) -> Any:
@@ -565,6 +625,7 @@ class Producer:
                 uniq_key=uniq_key,
                 store_timestamp_ms=response.store_timestamp_ms,
                 send_status=send_status,
+                transaction_queue_id=result.transaction_queue_id,
             )
             for result, uniq_key in zip(response.results, batch.uniq_keys, strict=False)
         ]
@@ -597,6 +658,8 @@ class Producer:
         with contextlib.suppress(queue.Full):
             self._queue.put(None, timeout=bound_s)
         self._sender.join(bound_s)
+        if self._check_stream is not None:
+            self._check_stream.close()
         if self._owns_connection:
             self._connection.close()
 
