@@ -55,6 +55,7 @@ from raftlog.client.queue_handover import QueueHandover, RevokeListener
 from raftlog.client.rebalance import (
     DEFAULT_HEARTBEAT_INTERVAL_S,
     Rebalance,
+    Sharing,
     check_member_id,
     new_member_id,
 )
@@ -168,49 +169,50 @@ class Consumer:
         self._send_backs = SendBacks(self._connection, group, max_reconsume_times, self._policy)
         # Clustering: the queues this member reads follow the group's allocation.
         self.member_id = check_member_id(client_id) if client_id else new_member_id()
-        plan = Rebalance(
-            self._connection,
-            group,
-            topic,
-            self.member_id,
-            self._queue_bounds,
-            allocation=allocation,
-            heartbeat_interval_s=heartbeat_interval_s,
-            orderly=orderly,
-            policy=self._policy,
-        )
-        clustering = queue_ids is None and not broadcast
-        self._handover = (
-            QueueHandover(
-                plan, self._initial_positions, self.commit, self._forget_queues, from_beginning
-            )
-            if clustering
-            else None
-        )
+        sharing = Sharing(allocation, heartbeat_interval_s)
+        handover = self._clustering(sharing, orderly, from_beginning)
+        self._handover = handover if queue_ids is None and not broadcast else None
         # The group's retry topic, read beside this one (not in broadcast: RocketMQ's neither;
         # not orderly: a message is retried in place there).
-        self._retry = (
-            RetryReader(
-                Consumer(
-                    self._connection,
-                    group,
-                    retry_topic(group),
-                    subscribe_retry=False,
-                    client_id=self.member_id,
-                    allocation=allocation,
-                    heartbeat_interval_s=heartbeat_interval_s,
-                ),
-                retry_topic(group),
-            )
-            if subscribe_retry and not broadcast and not orderly
-            else None
-        )
+        reads_retry = subscribe_retry and not broadcast and not orderly
+        self._retry = self._retry_reader(sharing) if reads_retry else None
         # Last: it takes the member's lock on its offsets file, which close() releases.
         self._local_offsets = (
             LocalOffsetStore(offsets_dir, client_id or default_client_id(), group, topic)
             if broadcast
             else None
         )
+
+    def _clustering(self, sharing: Sharing, orderly: bool, from_beginning: bool) -> QueueHandover:
+        """The rebalance plan and its hand-over (built always: bad settings raise here)."""
+        plan = Rebalance(
+            self._connection,
+            self.group,
+            self.topic,
+            self.member_id,
+            self._queue_bounds,
+            allocation=sharing.allocation,
+            heartbeat_interval_s=sharing.heartbeat_interval_s,
+            orderly=orderly,
+            policy=self._policy,
+        )
+        return QueueHandover(
+            plan, self._initial_positions, self.commit, self._forget_queues, from_beginning
+        )
+
+    def _retry_reader(self, sharing: Sharing) -> RetryReader:
+        """The group's retry topic, read by this member as the group shares it."""
+        topic = retry_topic(self.group)
+        reader = Consumer(
+            self._connection,
+            self.group,
+            topic,
+            subscribe_retry=False,
+            client_id=self.member_id,
+            allocation=sharing.allocation,
+            heartbeat_interval_s=sharing.heartbeat_interval_s,
+        )
+        return RetryReader(reader, topic)
 
     @property
     def positions(self) -> dict[int, int]:
@@ -283,6 +285,12 @@ class Consumer:
             self._committed.pop(queue_id, None)
             self._prefetched.pop(queue_id, None)
             self._paused.discard(queue_id)
+
+    def may_consume(self, queue_id: int) -> bool:
+        """Orderly clustering: whether this member's lock on ``queue_id`` may be used now
+        (always True otherwise). Thread-safe."""
+        locks = self._handover.plan.locks if self._handover is not None else None
+        return locks is None or locks.may_use(queue_id)
 
     def set_revoke_listener(self, listener: RevokeListener | None) -> None:
         """``listener(queue_ids, positions)`` runs on the polling thread before queues are

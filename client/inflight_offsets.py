@@ -14,13 +14,17 @@ window after it, never skips one. That is the at-least-once rule this module kee
   window is a deque and every operation is O(1) amortized.
 - Thread-safe: listener threads finish, the puller starts and reads; ``wait_for_change``
   wakes the puller when a finish makes room.
+- A queue given up on a rebalance is ``forget``-ten: its window goes, and its generation
+  moves on, so a message of the old one that finishes later (``finish`` with the generation
+  ``start`` gave) changes nothing, even once the queue is read again from an offset the old
+  message shares.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 
 class InFlightOffsets:
@@ -35,9 +39,12 @@ class InFlightOffsets:
         self._finished: dict[int, set[int]] = {}
         self._last_started: dict[int, int] = {}
         self._in_flight = 0
+        # queue id -> how many times it was forgotten (given up).
+        self._generations: dict[int, int] = {}
 
-    def start(self, queue_id: int, offset: int) -> None:
-        """``offset`` of ``queue_id`` is handed to the listener. Offsets must increase."""
+    def start(self, queue_id: int, offset: int) -> int:
+        """``offset`` of ``queue_id`` is handed to the listener. Offsets must increase.
+        Returns the queue's generation, for ``finish`` and ``current``."""
         with self._lock:
             last = self._last_started.get(queue_id)
             if last is not None and offset <= last:
@@ -48,10 +55,14 @@ class InFlightOffsets:
             self._windows.setdefault(queue_id, deque()).append(offset)
             self._finished.setdefault(queue_id, set())
             self._in_flight += 1
+            return self._generations.get(queue_id, 0)
 
-    def finish(self, queue_id: int, offset: int) -> None:
-        """``offset`` of ``queue_id`` is done (consumed, or handed to the retry topic)."""
+    def finish(self, queue_id: int, offset: int, generation: int | None = None) -> None:
+        """``offset`` of ``queue_id`` is done (consumed, or handed to the retry topic).
+        With the ``generation`` it was started in, a message of a forgotten queue is ignored."""
         with self._changed:
+            if generation is not None and generation != self._generations.get(queue_id, 0):
+                return
             window = self._windows.get(queue_id)
             finished = self._finished.get(queue_id, set())
             if not window or offset < window[0] or offset in finished:
@@ -63,6 +74,21 @@ class InFlightOffsets:
             # Drop the finished prefix: the window starts at the lowest unfinished offset.
             while window and window[0] in finished:
                 finished.discard(window.popleft())
+            self._changed.notify_all()
+
+    def current(self, queue_id: int, generation: int) -> bool:
+        """Whether ``generation`` of ``queue_id`` is still the one read (not forgotten)."""
+        with self._lock:
+            return generation == self._generations.get(queue_id, 0)
+
+    def forget(self, queue_ids: Iterable[int]) -> None:
+        """These queues were given up: drop their windows (see the module docstring)."""
+        with self._changed:
+            for queue_id in queue_ids:
+                window = self._windows.pop(queue_id, deque())
+                self._in_flight -= len(window) - len(self._finished.pop(queue_id, ()))
+                self._last_started.pop(queue_id, None)
+                self._generations[queue_id] = self._generations.get(queue_id, 0) + 1
             self._changed.notify_all()
 
     def committable(self, positions: Mapping[int, int]) -> dict[int, int]:

@@ -7,6 +7,10 @@ topic's queues and hands each message to ``listener(message)`` on a pool of
 ``ConsumeResult.RECONSUME_LATER``. Messages of one queue may be consumed concurrently and
 finish out of order (use orderly consumption where order matters).
 
+``orderly=True`` is RocketMQ's MessageListenerOrderly: one member holds a queue at a time
+and its messages reach the listener one by one, in order (client/orderly_dispatch.py);
+SUSPEND_CURRENT_QUEUE_A_MOMENT offers the same message again after ``suspend_s``.
+
 Rules this module keeps:
 - At-least-once: a queue's committed offset never passes a message still in the listener or
   waiting to be consumed again (client/inflight_offsets.py); offsets are committed every
@@ -24,12 +28,16 @@ Rules this module keeps:
   ``redelivery_delay_s`` and stays in flight meanwhile (RocketMQ's fallback when
   sendMessageBack fails), so it is never lost and never committed past.
 - The pull Consumer is used by the puller thread only (it is not thread-safe), commits
-  included; listener threads touch only the tracker and ``reconsume_later``.
+  included; listener threads touch only the tracker, ``reconsume_later`` and
+  ``may_consume``.
+- A queue the rebalance takes away (client/queue_handover.py) is committed up to its lowest
+  unfinished message, then forgotten: its messages not yet started are skipped (the next
+  owner reads them), running ones finish without effect. Orderly, the rebalance first waits
+  for the listener call running on the queue, so two members never overlap.
 """
 
 from __future__ import annotations
 
-import enum
 import heapq
 import itertools
 import logging
@@ -44,11 +52,15 @@ from raftlog.client.connection import Connection
 from raftlog.client.consumer import Consumer
 from raftlog.client.errors import RaftlogError
 from raftlog.client.inflight_offsets import InFlightOffsets
+from raftlog.client.listener_calls import ConsumeResult, Listener, ListenerCalls
 from raftlog.client.messages import Message
+from raftlog.client.orderly_dispatch import DEFAULT_SUSPEND_S, OrderlyDispatch
 from raftlog.client.rate_limited_log import RateLimitedLog
+from raftlog.client.rebalance import DEFAULT_HEARTBEAT_INTERVAL_S
 from raftlog.client.tag_filter import ALL_TAGS
 
 _log = logging.getLogger(__name__)
+__all__ = ["ConsumeResult", "Listener", "PushConsumer"]
 
 # RocketMQ's consumeThreadMin/Max is 20. A Python listener holds the GIL while it computes,
 # so more threads than ~4 per core only add contention; I/O-bound listeners still get 20 on
@@ -66,17 +78,8 @@ DEFAULT_REDELIVERY_DELAY_S = 5.0
 _IDLE_WAIT_S = 0.5
 # After a failed pull or commit, wait before the next try (the cluster is away).
 _ERROR_BACKOFF_S = 1.0
-
-
-class ConsumeResult(enum.Enum):
-    """What a push consumer's listener answers for a message (RocketMQ's
-    ConsumeConcurrentlyStatus)."""
-
-    CONSUME_SUCCESS = "CONSUME_SUCCESS"
-    RECONSUME_LATER = "RECONSUME_LATER"
-
-
-Listener = Callable[[Message], ConsumeResult]
+# How long a rebalance waits for an orderly listener still running on a queue given up.
+_REVOKE_WAIT_S = 10.0
 
 
 class PushConsumer:
@@ -84,9 +87,12 @@ class PushConsumer:
     module docstring). ``start()`` begins, ``shutdown()`` stops and commits; as a context
     manager it starts on entry and shuts down on exit.
 
-    ``tags``, ``broadcast``, ``client_id``, ``offsets_dir``, ``from_beginning`` and
-    ``timeout_s`` are the pull Consumer's (a malformed tag expression raises ValueError
-    here). ``servers``: addresses, or a Connection to share (not closed at shutdown).
+    ``tags``, ``broadcast``, ``client_id``, ``offsets_dir``, ``from_beginning``,
+    ``timeout_s``, ``orderly``, ``allocation`` and ``heartbeat_interval_s`` are the pull
+    Consumer's (a malformed tag expression raises ValueError here); ``suspend_s`` is how
+    long an orderly queue pauses after SUSPEND_CURRENT_QUEUE_A_MOMENT (RocketMQ's
+    suspendCurrentQueueTimeMillis, 1 s). ``servers``: addresses, or a Connection to share
+    (not closed at shutdown).
     """
 
     def __init__(
@@ -108,6 +114,10 @@ class PushConsumer:
         commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
         redelivery_delay_s: float = DEFAULT_REDELIVERY_DELAY_S,
         timeout_s: float = 30.0,
+        orderly: bool = False,
+        suspend_s: float = DEFAULT_SUSPEND_S,
+        allocation: str = "average",
+        heartbeat_interval_s: float = DEFAULT_HEARTBEAT_INTERVAL_S,
     ) -> None:
         if not callable(listener):
             raise TypeError("listener must be callable: listener(message) -> ConsumeResult")
@@ -115,8 +125,8 @@ class PushConsumer:
         _require_at_least(1, pull_batch_size=pull_batch_size)
         _require_at_least(pull_batch_size, max_in_flight_per_queue=max_in_flight_per_queue)
         _require_at_least(pull_batch_size, max_pending_messages=max_pending_messages)
-        if commit_interval_s <= 0 or redelivery_delay_s < 0:
-            raise ValueError("commit_interval_s must be > 0 and redelivery_delay_s >= 0")
+        if commit_interval_s <= 0 or redelivery_delay_s < 0 or suspend_s < 0:
+            raise ValueError("commit_interval_s must be > 0; redelivery_delay_s, suspend_s >= 0")
         self.listener = listener
         self.consume_thread_count = consume_thread_count
         self._pull_batch_size = pull_batch_size
@@ -135,20 +145,30 @@ class PushConsumer:
             broadcast=broadcast,
             client_id=client_id,
             offsets_dir=offsets_dir,
+            orderly=orderly,
+            allocation=allocation,
+            heartbeat_interval_s=heartbeat_interval_s,
         )
+        self.consumer.set_revoke_listener(self._revoked)
+        self._orderly = self._orderly_dispatch(suspend_s) if orderly else None
         self._tracker = InFlightOffsets()
         self._stopping = threading.Event()
         self._state_lock = threading.Lock()
         self._puller: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._futures: set[Future[None]] = set()
-        # (due monotonic s, tie-break, message): consumed again locally (see _reconsume).
-        self._redeliveries: list[tuple[float, int, Message]] = []
+        # (due monotonic s, tie-break, message, generation): consumed again locally.
+        self._redeliveries: list[tuple[float, int, Message, int]] = []
         self._redelivery_order = itertools.count()
         self._shut_down = False
-        self._listener_failures = RateLimitedLog(_log)
+        self._calls = ListenerCalls(listener, group)
         self._pull_failures = RateLimitedLog(_log)
         self._commit_failures = RateLimitedLog(_log)
+
+    def _orderly_dispatch(self, suspend_s: float) -> OrderlyDispatch:
+        return OrderlyDispatch(
+            self._submit_task, self._consume_orderly, self.consumer.may_consume, suspend_s
+        )
 
     @property
     def group(self) -> str:
@@ -231,8 +251,11 @@ class PushConsumer:
                 self._stopping.wait(_ERROR_BACKOFF_S)
                 continue
             for message in messages:
-                self._tracker.start(message.queue_id, message.queue_offset)
-                self._submit(message)
+                generation = self._tracker.start(message.queue_id, message.queue_offset)
+                if self._orderly is not None:
+                    self._orderly.add(message, generation)
+                else:
+                    self._submit(message, generation)
 
     def _room_to_pull(self) -> bool:
         """Pause the queues whose window is full; False when nothing may be pulled now."""
@@ -243,34 +266,61 @@ class PushConsumer:
         full = [q for q in queue_ids if self._tracker.window(q) > limit]
         self.consumer.resume(q for q in queue_ids if q not in full)
         self.consumer.pause(full)
-        return len(full) < len(queue_ids)
+        # No queue yet (the rebalance gives them, inside poll): poll, which waits.
+        return not queue_ids or len(full) < len(queue_ids)
 
     def _poll_timeout_s(self) -> float:
         """Up to _IDLE_WAIT_S, less when a redelivery falls due sooner."""
         with self._state_lock:
             due_s = self._redeliveries[0][0] if self._redeliveries else None
+        if self._orderly is not None:
+            due_s = min(
+                (d for d in (due_s, self._orderly.next_due_s()) if d is not None), default=None
+            )
         if due_s is None:
             return _IDLE_WAIT_S
         return max(0.0, min(_IDLE_WAIT_S, due_s - time.monotonic()))
 
     def _redeliver_due(self) -> None:
+        if self._orderly is not None:
+            self._orderly.resume_due()
         now_s = time.monotonic()
-        due: list[Message] = []
+        due: list[tuple[Message, int]] = []
         with self._state_lock:
             while self._redeliveries and self._redeliveries[0][0] <= now_s:
-                due.append(heapq.heappop(self._redeliveries)[2])
-        for message in due:
-            self._submit(message)
+                _, _, message, generation = heapq.heappop(self._redeliveries)
+                due.append((message, generation))
+        for message, generation in due:
+            self._submit(message, generation)
 
-    def _submit(self, message: Message) -> None:
+    def _submit(self, message: Message, generation: int) -> None:
+        self._submit_task(lambda: self._consume(message, generation))
+
+    def _submit_task(self, task: Callable[[], None]) -> bool:
+        """Run ``task`` on the pool; False when it is shut down (the task's messages stay in
+        flight, uncommitted)."""
         assert self._pool is not None
         try:
-            future = self._pool.submit(self._consume, message)
+            future = self._pool.submit(task)
         except RuntimeError:
-            return  # shut down meanwhile: the message stays in flight, uncommitted
+            return False
         with self._state_lock:
             self._futures.add(future)
         future.add_done_callback(self._forget)
+        return True
+
+    def _revoked(self, queue_ids: list[int], positions: dict[int, int]) -> dict[int, int]:
+        """The rebalance takes these queues away (on the puller thread): stop consuming
+        them and answer how far they are done (see the module docstring)."""
+        if self._orderly is not None and not self._orderly.revoke(queue_ids, _REVOKE_WAIT_S):
+            _log.warning(
+                "push consumer %s: the listener is still running on queue(s) %s given up",
+                self.group,
+                queue_ids,
+            )
+        offsets = self._tracker.committable(positions)
+        self._tracker.forget(queue_ids)
+        return offsets
 
     def _forget(self, future: Future[None]) -> None:
         with self._state_lock:
@@ -288,33 +338,24 @@ class PushConsumer:
 
     # -- listener threads ------------------------------------------------------------------
 
-    def _consume(self, message: Message) -> None:
-        try:
-            result = self.listener(message)
-        except Exception:
-            self._listener_failures.warning(
-                "push consumer %s: the listener raised on %s (queue %d offset %d); it is "
-                "consumed again later",
-                self.group,
-                message.topic,
-                message.queue_id,
-                message.queue_offset,
-                exc_info=True,
-            )
-            result = ConsumeResult.RECONSUME_LATER
-        if result is ConsumeResult.CONSUME_SUCCESS:
-            self._tracker.finish(message.queue_id, message.queue_offset)
-            return
-        if result is not ConsumeResult.RECONSUME_LATER:
-            self._listener_failures.warning(
-                "push consumer %s: the listener answered %r, not a ConsumeResult; taken as "
-                "RECONSUME_LATER",
-                self.group,
-                result,
-            )
-        self._reconsume(message)
+    def _consume(self, message: Message, generation: int) -> None:
+        if not self._tracker.current(message.queue_id, generation):
+            return  # its queue was given up before it ran: the next owner consumes it
+        if self._calls.concurrently(message):
+            self._tracker.finish(message.queue_id, message.queue_offset, generation)
+        else:
+            self._reconsume(message, generation)
 
-    def _reconsume(self, message: Message) -> None:
+    def _consume_orderly(self, message: Message, generation: int) -> bool:
+        """Orderly: True when the listener accepted the message (the next one may go)."""
+        if not self._tracker.current(message.queue_id, generation):
+            return True  # its queue was given up: nothing to do
+        if not self._calls.orderly(message):
+            return False
+        self._tracker.finish(message.queue_id, message.queue_offset, generation)
+        return True
+
+    def _reconsume(self, message: Message, generation: int) -> None:
         """Hand the message to the retry topic, or consume it again here later."""
         # SEAM (issue 18, retry and dead letters): Consumer.reconsume_later(message) sends the
         # message to %RETRY%<group>; it is another change's. Until the consumer has it, or
@@ -324,17 +365,18 @@ class PushConsumer:
             try:
                 send_back(message)
             except Exception as error:  # any failure: the message stays here
-                self._listener_failures.warning(
+                self._calls.failures.warning(
                     "push consumer %s: reconsume_later failed (%s); consumed again locally",
                     self.group,
                     error,
                 )
             else:
-                self._tracker.finish(message.queue_id, message.queue_offset)
+                self._tracker.finish(message.queue_id, message.queue_offset, generation)
                 return
         due_s = time.monotonic() + self._redelivery_delay_s
+        entry = (due_s, next(self._redelivery_order), message, generation)
         with self._state_lock:
-            heapq.heappush(self._redeliveries, (due_s, next(self._redelivery_order), message))
+            heapq.heappush(self._redeliveries, entry)
 
 
 def _require_at_least(minimum: int, **values: int) -> None:

@@ -16,7 +16,9 @@ Rules this module keeps:
   a wanted queue not held is asked for again every ``LOCK_RETRY_S``, or when a new leader
   said it grants locks again (``retry_after_ms``). A failed call is logged (rate-limited)
   and retried after ``LOCK_RETRY_S``; the locks keep their own ends meanwhile.
-- Not thread-safe: the consumer's polling thread calls it.
+- The consumer's polling thread calls it; ``usable`` and ``may_use`` may also be called
+  from other threads (a push consumer's listeners): the table is replaced, never changed
+  in place, so a reader always sees a whole one.
 """
 
 from __future__ import annotations
@@ -66,11 +68,18 @@ class QueueLocks:
 
     def usable(self) -> set[int]:
         """The queues this member may start consuming now."""
-        if self.lease_s is None:
+        lease_s, trusted = self.lease_s, self._trusted_until_s
+        if lease_s is None:
             return set()
         now_s = self._clock()
-        spare_s = self.lease_s * USABLE_MARGIN
-        return {q for q, until_s in self._trusted_until_s.items() if until_s - now_s >= spare_s}
+        return {q for q, until_s in trusted.items() if until_s - now_s >= lease_s * USABLE_MARGIN}
+
+    def may_use(self, queue_id: int) -> bool:
+        """Whether ``queue_id``'s lock may be used now (as ``usable``, for one queue)."""
+        lease_s, until_s = self.lease_s, self._trusted_until_s.get(queue_id)
+        if lease_s is None or until_s is None:
+            return False
+        return until_s - self._clock() >= lease_s * USABLE_MARGIN
 
     def refresh(self, wanted: Iterable[int]) -> None:
         """Lock the ``wanted`` queues not held and renew those held, when it is time to."""
@@ -92,11 +101,12 @@ class QueueLocks:
             return
         self.lease_s = response.lease_ms / 1000
         trusted_until_s = sent_s + self.lease_s * (1 - LEASE_MARGIN)
+        trusted = dict(self._trusted_until_s)
         for queue_id in response.locked_queue_ids:
-            self._trusted_until_s[queue_id] = trusted_until_s
+            trusted[queue_id] = trusted_until_s
         # Forget ended locks (a queue held by another member stays out until it is free).
         now_s = self._clock()
-        self._trusted_until_s = {q: u for q, u in self._trusted_until_s.items() if u > now_s}
+        self._trusted_until_s = {q: u for q, u in trusted.items() if u > now_s}
         wait_s = response.retry_after_ms / 1000 if response.retry_after_ms else LOCK_RETRY_S
         self._retry_at_s = now_s + wait_s
         self._renew_at_s = sent_s + self.lease_s / RENEWALS_PER_LEASE
@@ -107,8 +117,9 @@ class QueueLocks:
         """Give these locks back (their offsets are committed): another member may take the
         queues at once. A failure is logged; the locks then end with their leases."""
         held = sorted(set(queue_ids) & set(self._trusted_until_s))
-        for queue_id in held:
-            del self._trusted_until_s[queue_id]
+        self._trusted_until_s = {
+            q: u for q, u in self._trusted_until_s.items() if q not in set(held)
+        }
         if not held:
             return
         request = client_pb2.UnlockQueuesRequest(
@@ -121,4 +132,4 @@ class QueueLocks:
 
     def forget(self) -> None:
         """Drop every lock without a call (the member left the group, which releases them)."""
-        self._trusted_until_s.clear()
+        self._trusted_until_s = {}

@@ -17,6 +17,11 @@ Rules this module keeps:
   use always did: until it succeeds the member has no queues at all.
 - The topic's queues are read again (DescribeTopic) with every heartbeat, so queues added to
   the topic are allocated too.
+- A queue newly allocated to this member is started only ``TAKE_GRACE_INTERVALS``
+  heartbeat intervals later, unless the member is alone on the list: its previous owner
+  gives it up (committing its offset) at its own next heartbeat, so starting at once would
+  read again everything that owner consumed since its last commit. Orderly consumers need
+  no grace: the lock makes the new owner wait for the old one's unlock.
 - A leader that just took over answers ``warming_up`` while members may be missing from its
   list: a member that already reads queues keeps them until the list is complete, instead of
   taking queues from members that simply have not sent their heartbeat yet.
@@ -35,6 +40,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -50,10 +56,19 @@ from raftlog.proto import client_pb2
 _log = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_INTERVAL_S = 5.0
+TAKE_GRACE_INTERVALS = 2.0
 CALL_TIMEOUT_S = 3.0
 RETRY_S = 1.0
 # What the node accepts as a member id (node/services/group_coordinator.py).
 MEMBER_ID_PATTERN = re.compile(r"[A-Za-z0-9._@:%|-]{1,128}")
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """How a group shares a topic: the allocation strategy's name and the heartbeat's."""
+
+    allocation: str = "average"
+    heartbeat_interval_s: float = DEFAULT_HEARTBEAT_INTERVAL_S
 
 
 def new_member_id() -> str:
@@ -106,6 +121,8 @@ class Rebalance:
         # Queue id -> first live offset, as of the last heartbeat.
         self.bounds: dict[int, int] = {}
         self._allocated: set[int] | None = None
+        # Allocated queue id -> from when it may be started (monotonic s; see the module).
+        self._takeable_at_s: dict[int, float] = {}
         self._next_beat_s = 0.0
         self._joined = False
         self._supported = True
@@ -122,8 +139,11 @@ class Rebalance:
             self._beat(bool(set(current)))
         if self._allocated is None:
             return None
-        wanted = set(self._allocated)
         reading = set(current)
+        now_s = self._clock()
+        wanted = {
+            q for q in self._allocated if q in reading or self._takeable_at_s.get(q, 0.0) <= now_s
+        }
         if self.locks is not None:
             # Locks taken for queues allocated elsewhere meanwhile, never read: give back.
             self.locks.release(self.locks.usable() - wanted - reading)
@@ -150,6 +170,15 @@ class Rebalance:
         if warming_up and reading and self._allocated is not None:
             return  # a new leader's list may lack members: keep what is read until complete
         allocated = set(self._allocate(self.topic, self.member_id, members, sorted(self.bounds)))
+        # Alone per a warming leader's list too: a consumer starting with a new cluster would
+        # otherwise wait for nothing (a member joining just after a failover may then read
+        # beside owners the list lacks, until it is complete: duplicates, never a loss).
+        alone = members == [self.member_id]
+        grace_s = (
+            0.0 if alone or self.locks is not None else TAKE_GRACE_INTERVALS * self._interval_s
+        )
+        takeable_at_s = self._clock() + grace_s
+        self._takeable_at_s = {q: self._takeable_at_s.get(q, takeable_at_s) for q in allocated}
         if allocated != self._allocated:
             _log.info(
                 "group %s topic %s: member %s of %d reads queues %s",

@@ -18,9 +18,12 @@ from raftlog.client import (
     Admin,
     Connection,
     Consumer,
+    ConsumeResult,
+    Message,
     NotFoundError,
     OutgoingMessage,
     Producer,
+    PushConsumer,
     RaftlogError,
     UnknownOutcomeError,
 )
@@ -141,6 +144,50 @@ def test_members_split_the_queues_and_take_over_from_one_that_goes(
     assert set(seen) == set(first + second + third)
     assert max(seen.values()) == 1, [b for b, n in seen.items() if n > 1][:5]
     assert took_s < 3 * HEARTBEAT_S + 2.0
+
+
+def test_push_consumers_hand_queues_over_while_messages_are_in_flight(
+    cluster: LocalCluster, connection: Connection
+) -> None:
+    topic = "pushed-shared"
+    create_topic(cluster, topic, QUEUE_COUNT)
+    bodies = produce(connection, topic, 600, 0)
+    seen: Counter[bytes] = Counter()
+
+    def listener(message: Message) -> ConsumeResult:
+        time.sleep(0.002)  # keep messages in flight when the queues move
+        with LOCK:
+            seen[message.body] += 1
+        return ConsumeResult.CONSUME_SUCCESS
+
+    def push(client_id: str) -> PushConsumer:
+        return PushConsumer(
+            connection,
+            group="pushers",
+            topic=topic,
+            listener=listener,
+            client_id=client_id,
+            heartbeat_interval_s=HEARTBEAT_S,
+            consume_thread_count=4,
+            pull_batch_size=16,
+            max_pending_messages=64,
+        )
+
+    with push("q1"):
+        deadline = time.monotonic() + WAIT_S
+        while len(seen) < 100:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        with push("q2") as second:
+            while len(seen) < len(bodies):
+                assert time.monotonic() < deadline, f"only {len(seen)} consumed"
+                time.sleep(0.05)
+            assert len(second.consumer.positions) == QUEUE_COUNT // 2
+    assert set(seen) == set(bodies)
+    duplicates = sum(n - 1 for n in seen.values())
+    print(f"push hand-over: {duplicates} duplicates")
+    # At most what q1 had pulled and not finished on the queues it gave up.
+    assert duplicates <= 64
 
 
 # ---------------------------------------------------------------------- orderly
@@ -295,6 +342,85 @@ def test_orderly_consumers_keep_each_keys_order_across_a_leader_kill(
     # A queue's messages come again only from its last commit: at most a batch per queue
     # for each handover the failover caused (lapsed locks, one per queue and reader).
     assert duplicates <= 2 * ORDERLY_QUEUES * PULL_BATCH
+
+
+PUSH_SEQUENCES = 25
+
+
+class SuspendingListener:
+    """Orderly listener: records what it accepts; answers SUSPEND_CURRENT_QUEUE_A_MOMENT
+    the first time it sees a seq that is 3 mod 7, and notes who is running each queue."""
+
+    def __init__(self, accepted: list[tuple[str, int]]) -> None:
+        self.accepted = accepted
+        self.suspended: list[tuple[str, int]] = []
+        self.overlaps = 0
+        self._running: Counter[int] = Counter()
+
+    def __call__(self, message: Message) -> ConsumeResult:
+        key, _, seq_text = message.body.decode().rpartition(":")
+        delivery = (key, int(seq_text))
+        with LOCK:
+            self._running[message.queue_id] += 1
+            self.overlaps += self._running[message.queue_id] > 1
+        time.sleep(0.002)
+        with LOCK:
+            self._running[message.queue_id] -= 1
+            if delivery[1] % 7 == 3 and delivery not in self.suspended:
+                self.suspended.append(delivery)
+                return ConsumeResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+            self.accepted.append(delivery)
+        return ConsumeResult.CONSUME_SUCCESS
+
+
+def test_orderly_push_consumers_suspend_in_place_and_hand_queues_over(
+    cluster: LocalCluster, connection: Connection
+) -> None:
+    topic = "orderly-push"
+    create_topic(cluster, topic, ORDERLY_QUEUES)
+    sent = [(key, seq) for seq in range(PUSH_SEQUENCES) for key in KEYS]
+    with Producer(connection) as producer:
+        producer.send_batch(
+            topic,
+            [OutgoingMessage(f"{k}:{s}".encode(), sharding_key=k) for k, s in sent],
+        )
+    accepted: list[tuple[str, int]] = []
+    listener = SuspendingListener(accepted)
+
+    def push(client_id: str) -> PushConsumer:
+        return PushConsumer(
+            connection,
+            group="orderly-push",
+            topic=topic,
+            listener=listener,
+            orderly=True,
+            client_id=client_id,
+            heartbeat_interval_s=HEARTBEAT_S,
+            suspend_s=0.1,
+            consume_thread_count=4,
+        )
+
+    first, second = push("p1").start(), push("p2").start()
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while len(set(accepted)) < len(sent) // 2:
+            assert time.monotonic() < deadline, f"only {len(set(accepted))} consumed"
+            time.sleep(0.05)
+        second.shutdown()  # commits what it finished; its queues move to p1
+        while len(set(accepted)) < len(sent):
+            assert time.monotonic() < deadline, f"only {len(set(accepted))} consumed"
+            time.sleep(0.05)
+    finally:
+        second.shutdown()
+        first.shutdown()
+    assert set(accepted) == set(sent)
+    assert first_deliveries_out_of_order(accepted, set(sent)) == []
+    # Each suspended message came again, and was accepted, before its key went on.
+    assert len(listener.suspended) == len(KEYS) * len(range(3, PUSH_SEQUENCES, 7))
+    assert listener.overlaps == 0
+    duplicates = len(accepted) - len(set(accepted))
+    print(f"orderly push: {len(accepted)} accepted, {duplicates} duplicates")
+    assert duplicates <= ORDERLY_QUEUES
 
 
 def test_members_and_messages_are_checked(connection: Connection) -> None:

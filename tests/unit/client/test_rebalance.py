@@ -75,13 +75,18 @@ def test_the_allocation_follows_the_members_at_each_heartbeat() -> None:
     leader, clock = ScriptedLeader(), Clock()
     leader.members("a", "b", "c")
     plan = rebalance(leader, clock)
+    # Not alone: new queues start two intervals later, once their owner gave them up.
+    assert plan.target(set()) is None
+    clock.now_s += 2.0
     assert plan.target(set()) == {2, 3}
     assert plan.target({2, 3}) is None  # no heartbeat due: unchanged
     leader.members("b", "c")
     clock.now_s += 0.5
     assert plan.target({2, 3}) is None
     clock.now_s += 0.5
-    assert plan.target({2, 3}) == {0, 1, 2}
+    assert plan.target({2, 3}) == {2}  # 3 goes at once; 0 and 1 come after the grace
+    clock.now_s += 2.0
+    assert plan.target({2}) == {0, 1, 2}
     heartbeats = [r for m, r in leader.calls if m == "Heartbeat"]
     assert heartbeats[0].heartbeat_interval_ms == 1000 and list(heartbeats[0].topics) == ["t"]
 
@@ -90,6 +95,8 @@ def test_a_warming_leader_and_a_failed_heartbeat_keep_the_queues_read() -> None:
     leader, clock = ScriptedLeader(), Clock()
     leader.members("a", "b")
     plan = rebalance(leader, clock)
+    plan.target(set())
+    clock.now_s += 2.0
     assert plan.target(set()) == {3, 4, 5}
     leader.members("b", warming_up=True)  # a has not reached the new leader yet
     clock.now_s += 1.0
@@ -97,7 +104,7 @@ def test_a_warming_leader_and_a_failed_heartbeat_keep_the_queues_read() -> None:
     leader.fail("Heartbeat", UnavailableError("no leader"))
     clock.now_s += 1.0
     assert plan.target({3, 4, 5}) is None
-    leader.members("b")  # complete now: a is gone
+    leader.members("b")  # complete now: a is gone, and b, alone, takes its queues at once
     clock.now_s += 1.0
     assert plan.target({3, 4, 5}) == set(QUEUES)
 
@@ -105,7 +112,10 @@ def test_a_warming_leader_and_a_failed_heartbeat_keep_the_queues_read() -> None:
 def test_a_member_missing_from_the_answer_counts_itself() -> None:
     leader, clock = ScriptedLeader(), Clock()
     leader.members("a")
-    assert rebalance(leader, clock).target(set()) == {3, 4, 5}
+    plan = rebalance(leader, clock)
+    plan.target(set())
+    clock.now_s += 2.0
+    assert plan.target(set()) == {3, 4, 5}
 
 
 def test_the_first_heartbeat_failing_raises_and_later_ones_do_not() -> None:
