@@ -45,6 +45,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     produce.add_argument("--count", type=int, default=1, help="send BODY this many times")
     produce.add_argument("--queue", type=int, help="an explicit queue id")
     produce.add_argument(
+        "--sharding-key", help="one queue per key (crc32 %% queues): its messages stay in order"
+    )
+    produce.add_argument(
         "--delay-level", type=int, default=0, help="deliver after this delay level (1s 5s ...)"
     )
     produce.add_argument(
@@ -61,6 +64,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--timeout", type=float, default=5.0, help="stop after this many idle seconds"
     )
     consume.add_argument("--no-commit", action="store_true", help="do not commit offsets")
+    consume.add_argument(
+        "--orderly", action="store_true", help="read a queue only while holding its lock"
+    )
     add_connection_flags(consume)
 
     query = commands.add_parser("query", help="find messages by key, time or id")
@@ -150,13 +156,21 @@ def _produce(args: argparse.Namespace) -> int:
         raise UsageError("--count must be at least 1")
     if any(not k or " " in k for k in args.key):
         raise UsageError("--key must be non-empty and hold no space")
+    if args.queue is not None and args.sharding_key is not None:
+        raise UsageError("--queue and --sharding-key: give at most one")
     failures = unknown = 0
     with connect(args) as connection, Producer(connection, timeout_s=args.timeout_s) as producer:
         delay = {"delay_level": args.delay_level, "deliver_at_ms": args.deliver_at_ms}
         try:
             futures = [
                 producer.send_async(
-                    args.topic, body, keys=args.key, tags=args.tag, queue_id=args.queue, **delay
+                    args.topic,
+                    body,
+                    keys=args.key,
+                    tags=args.tag,
+                    queue_id=args.queue,
+                    sharding_key=args.sharding_key,
+                    **delay,
                 )
                 for body in _bodies(args)
             ]
@@ -199,6 +213,7 @@ def _consume(args: argparse.Namespace) -> int:
         args.topic,
         from_beginning=args.from_beginning,
         timeout_s=args.timeout_s,
+        orderly=args.orderly,
     )
     with connection, consumer:
         deadline_idle_s = args.timeout

@@ -6,6 +6,9 @@ in order across a leader kill (SIGKILL), with the duplicates counted and bounded
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -421,6 +424,44 @@ def test_orderly_push_consumers_suspend_in_place_and_hand_queues_over(
     duplicates = len(accepted) - len(set(accepted))
     print(f"orderly push: {len(accepted)} accepted, {duplicates} duplicates")
     assert duplicates <= ORDERLY_QUEUES
+
+
+def cli(*argv: str, stdin: str | None = None) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "raftlog.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    return done.returncode, done.stdout
+
+
+def test_the_cli_sends_by_sharding_key_and_consumes_orderly(cluster: LocalCluster) -> None:
+    servers = ",".join(cluster.addresses)
+    create_topic(cluster, "cli-orderly", ORDERLY_QUEUES)
+    events = "created\npaid\nshipped\n"
+    code, out = cli(
+        "produce", "cli-orderly", "--sharding-key", "order-17", "--servers", servers, stdin=events
+    )
+    assert code == 0
+    assert len({line.split()[1] for line in out.splitlines()}) == 1  # one queue: "sent q2 @0"
+    code, out = cli(
+        "consume",
+        "cli-orderly",
+        "--group",
+        "cli",
+        "--orderly",
+        "--timeout",
+        "5",
+        "--max",
+        "3",
+        "--servers",
+        servers,
+    )
+    assert code == 0
+    assert [line.rsplit(" ", 1)[1] for line in out.splitlines()] == ["created", "paid", "shipped"]
 
 
 def test_members_and_messages_are_checked(connection: Connection) -> None:

@@ -47,6 +47,7 @@ def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (("produce", "t", "x", "--count", "0"), "--count must be at least 1"),
         (("produce", "t", "x", "--key", "a b"), "--key must be non-empty"),
+        (("produce", "t", "x", "--queue", "1", "--sharding-key", "k"), "give at most one"),
         (("consume", "t", "--max", "0"), "--max must be at least 1"),
         (("topic", "list", "--servers", "nohost"), "--servers: address 'nohost'"),
         (("topic", "list", "--timeout-s", "0"), "--timeout-s must be positive"),
