@@ -350,6 +350,8 @@ class PushConsumer:
         """Orderly: True when the listener accepted the message (the next one may go)."""
         if not self._tracker.current(message.queue_id, generation):
             return True  # its queue was given up: nothing to do
+        if self._stopping.is_set():
+            return False  # shutting down: the queue waits (uncommitted) instead of going on
         if not self._calls.orderly(message):
             return False
         self._tracker.finish(message.queue_id, message.queue_offset, generation)
