@@ -10,8 +10,9 @@ the member's replication (a Raft leader hands leadership over first), the server
 endpoint, then the member's files (syncing them; the store writes its checkpoint and
 clean-stop marker). It keeps within ``stop_grace_ms`` whatever peers and clients do.
 
-Rules this module keeps: a housekeeping thread checkpoints the store every second (it bounds
-what recovery re-dispatches) and every few seconds asks the member to run retention (the
+Rules this module keeps: a housekeeping thread checkpoints the store and, in Raft mode, the
+applied state every second (they bound what recovery re-dispatches and re-applies) and every
+few seconds asks the member to run retention (the
 store never runs retention on its own in a node: in Raft mode deleting an entry's bytes must
 follow Raft compaction).
 """
@@ -139,8 +140,12 @@ class Node:
             ticks += 1
             try:
                 self.store.checkpoint()
+                if isinstance(self.member, RaftMember):
+                    self.member.save_applied_state()
                 if ticks % _RETENTION_EVERY_CHECKPOINTS == 0:
                     self.member.run_retention()
+            except TimeoutError:
+                _log.warning("housekeeping: the raft loop did not answer in time; next second")
             except Exception:
                 _log.exception("housekeeping failed")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from raftlog.raft.types import NodeId, PlantedBug
+from raftlog.raft.types import ConfState, NodeId, PlantedBug
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,10 @@ class Config:
     Followers learn commits up to one tick later when no write follows."""
     applied_index: int = 0
     """The last index the application had applied before a restart."""
+    applied_conf_state: ConfState | None = None
+    """The membership as of ``applied_index``, when the application kept it with that index
+    (a checkpoint of its applied state): the restart then takes it, instead of reading every
+    configuration entry between the snapshot point and ``applied_index`` back from the log."""
     planted_bugs: frozenset[PlantedBug] = frozenset()
     """Test-only: classic bugs to commit on purpose (see PlantedBug). Empty in production."""
 

@@ -96,6 +96,12 @@ class Raft:
         commit_index = max(hard_state.commit, applied_index)
         assert commit_index <= self.log.last_index(), "committed entries missing from the log"
         self.log.commit_to(commit_index)
+        known = config.applied_conf_state
+        if known is not None and applied_index == config.applied_index > self.conf_index:
+            # The application kept the membership as of its applied index: nothing to read.
+            self.voters = tuple(sorted(known.voters))
+            self.learners = tuple(sorted(known.learners))
+            self.conf_index = applied_index
         self._replay_conf_changes(applied_index)
         self.log.applied_to(applied_index)
         self._become_follower(self.term, None)

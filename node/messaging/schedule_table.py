@@ -55,6 +55,33 @@ class ScheduleTable:
                 else:
                     self._delivered.pop(queue_id, None)
 
+    def export(self) -> dict[str, object]:
+        """The table as JSON values: what the applied-state checkpoint keeps
+        (node/replication/applied_state.py)."""
+        with self._lock:
+            return {
+                "low": [[queue_id, low] for queue_id, low in sorted(self._low.items())],
+                "delivered": [
+                    [queue_id, sorted(done)] for queue_id, done in sorted(self._delivered.items())
+                ],
+            }
+
+    def restore(self, exported: object) -> None:
+        """Replace the table by what ``export`` returned (a restart from the checkpoint);
+        ValueError, nothing changed, when it is not of that shape."""
+        if not isinstance(exported, dict):
+            raise ValueError(f"not an exported schedule table: {type(exported).__name__}")
+        try:
+            low = {int(queue_id): int(value) for queue_id, value in exported["low"]}
+            delivered = {
+                int(queue_id): {int(offset) for offset in done}
+                for queue_id, done in exported["delivered"]
+            }
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"not an exported schedule table: {error!r}") from error
+        with self._lock:
+            self._low, self._delivered = low, delivered
+
     def low(self, queue_id: int) -> int:
         with self._lock:
             return self._low.get(queue_id, 0)

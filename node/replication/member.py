@@ -32,10 +32,15 @@ from raftlog.node.peer.segment_source import SegmentSource
 from raftlog.node.peer.service import RaftPeerService
 from raftlog.node.peer.transport import PeerTransport
 from raftlog.node.replication.address_book import AddressBook
+from raftlog.node.replication.applied_state import APPLIED_STATE_FILE_NAME
 from raftlog.node.replication.join import join_cluster, start_promotion
 from raftlog.node.replication.membership_changes import MembershipChanges
 from raftlog.node.replication.raft_entry import ENTRY_ENVELOPES
-from raftlog.node.replication.raft_log_storage import RaftLogStorage, snapshot_point_path
+from raftlog.node.replication.raft_log_storage import (
+    RAFT_STATE_DIR,
+    RaftLogStorage,
+    snapshot_point_path,
+)
 from raftlog.node.replication.raft_write_path import RaftWritePath
 from raftlog.node.replication.replica import Replica, ReplicaSettings
 from raftlog.node.replication.scheduler import Scheduler
@@ -110,6 +115,9 @@ class RaftMember:
                 preferred_leader=config.preferred_leader,
                 staging_dir=staging_dir,
                 dialer=dialer,
+                applied_state_path=os.path.join(
+                    config.store_dir, RAFT_STATE_DIR, APPLIED_STATE_FILE_NAME
+                ),
             ),
             self.store,
             self.raft_log,
@@ -226,6 +234,11 @@ class RaftMember:
     def run_retention(self) -> None:
         self.replica.run_retention()
 
+    def save_applied_state(self) -> None:
+        """Checkpoint what the Raft loop applied, so a restart replays only what follows
+        (applied_state.py); the node's housekeeping calls it every second."""
+        self.replica.save_applied_state()
+
     def start(self) -> None:
         self.replica.start()
         self.scheduler.start()
@@ -246,6 +259,12 @@ class RaftMember:
         costs no wait), then the Raft log and the store."""
         self.transport.close(_TRANSPORT_CLOSE_S)
         try:
+            try:
+                # The loop has stopped: the final applied state, so the next start replays
+                # nothing (a failure only costs that start a replay).
+                self.replica.save_applied_state()
+            except Exception:
+                _log.exception("the applied-state checkpoint was not written at stop")
             self.raft_log.close()
         finally:
             self.store.close()

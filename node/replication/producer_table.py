@@ -100,5 +100,43 @@ class ProducerTable:
         for producer_id in [p for p, s in self._producers.items() if s.last_seen_ms < cutoff]:
             del self._producers[producer_id]
 
+    def export(self) -> dict[str, object]:
+        """The applied state (not the leader's pending sequences), as JSON values: what the
+        applied-state checkpoint keeps (applied_state.py)."""
+        return {
+            "expired_at_ms": self._expired_at_ms,
+            "producers": [
+                [
+                    producer_id,
+                    producer.last_sequence,
+                    producer.last_seen_ms,
+                    [
+                        [sequence, index, term]
+                        for sequence, (index, term) in producer.batches.items()
+                    ],
+                ]
+                for producer_id, producer in self._producers.items()
+            ],
+        }
+
+    def restore(self, exported: object) -> None:
+        """Replace the applied state by what ``export`` returned (a restart from the
+        checkpoint); ValueError, nothing changed, when it is not of that shape."""
+        if not isinstance(exported, dict):
+            raise ValueError(f"not an exported producer table: {type(exported).__name__}")
+        try:
+            producers: dict[str, _Producer] = {}
+            for producer_id, last_sequence, last_seen_ms, batches in exported["producers"]:
+                producers[str(producer_id)] = _Producer(
+                    int(last_sequence),
+                    int(last_seen_ms),
+                    OrderedDict((int(s), (int(i), int(t))) for s, i, t in batches),
+                )
+            expired_at_ms = int(exported["expired_at_ms"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"not an exported producer table: {error!r}") from error
+        self._producers = producers
+        self._expired_at_ms = expired_at_ms
+
     def __len__(self) -> int:
         return len(self._producers)

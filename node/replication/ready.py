@@ -53,6 +53,7 @@ from raftlog.node.control import (
     control_command_of,
 )
 from raftlog.node.messaging.schedule_table import ScheduleTable, store_offsets
+from raftlog.node.replication.applied_state import AppliedState
 from raftlog.node.replication.planted_bugs import NodePlantedBug
 from raftlog.node.replication.producer_table import ProducerTable
 from raftlog.node.replication.raft_log_storage import RaftLogStorage
@@ -129,6 +130,27 @@ class ReadyHandler:
         self.visible_end = 0
         # Follower: the snapshot whose segments are staged, and where they end.
         self.staged_snapshot: tuple[int, int] | None = None
+
+    def capture(self) -> AppliedState:
+        """The applied-state checkpoint as of now (between Readies): applied_state.py."""
+        index = self.applied_index
+        return AppliedState(
+            index,
+            self._raft_log.term(index),
+            self._node.conf_state,
+            self.producers.export(),
+            self.schedule.export(),
+        )
+
+    def restore(self, state: AppliedState) -> None:
+        """Start from a checkpoint instead of the snapshot point (before any Ready): the core
+        was built with its applied index and membership; the tables and the dispatch bound
+        follow here (the store dispatches up to it when the loop starts). ValueError when a
+        table in it is malformed (``applied_state.usable`` checks them first)."""
+        self.producers.restore(state.producers)
+        self.schedule.restore(state.schedule)
+        self.applied_index = state.index
+        self.visible_end = self._raft_log.placement(state.index).end_physical_offset
 
     def drain(self) -> None:
         """Handle Readies until the core has none, or one could not write its entries (the

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from raftlog.node.errors import NodeError, NotLeaderError, ShuttingDownError, TransferFailedError
 from raftlog.node.peer.dialer import PeerDialer
+from raftlog.node.replication import applied_state
 from raftlog.node.replication.cluster_view import build_cluster_view
 from raftlog.node.replication.proposals import Proposal, Proposals
 from raftlog.node.replication.raft_log_storage import RaftLogStorage
@@ -76,6 +77,9 @@ class ReplicaSettings:
     snapshot_transfer_timeout_s: float = 120.0
     # Reaches a member's peer port (segment transfer); the default: derived ports, no TLS.
     dialer: PeerDialer = field(default_factory=PeerDialer)
+    # The applied-state checkpoint's file (applied_state.py); "" keeps none: every restart
+    # replays the log from the snapshot point.
+    applied_state_path: str = ""
 
 
 class Replica:
@@ -96,20 +100,9 @@ class Replica:
         self.store = store
         self.raft_log = raft_log
         self._send = send
-        self.node = RawNode(
-            Config(
-                node_id=settings.node_id,
-                election_ticks=settings.election_ticks,
-                heartbeat_ticks=settings.heartbeat_ticks,
-                max_uncommitted_bytes=settings.max_inflight_bytes,
-                preferred_leader=settings.preferred_leader,
-                # A lone write: one APPEND and one ack per follower, and followers apply
-                # after acknowledging the next write, not in its way (raft/config.py).
-                announce_commit_on_tick=True,
-            ),
-            raft_log,
-            random.Random(),
-        )
+        # Where a restart starts applying: the checkpoint of the applied state, when usable.
+        checkpoint = _usable_checkpoint(settings, raft_log)
+        self.node = RawNode(_raft_config(settings, checkpoint), raft_log, random.Random())
         self.snapshots = SnapshotTransfers(settings, store, raft_log)
         self.ready = ReadyHandler(
             self.node,
@@ -120,6 +113,13 @@ class Replica:
             self,
             ReadySettings(settings.fsync_before_ack, settings.staging_dir),
         )
+        if checkpoint is not None:
+            self.ready.restore(checkpoint)
+            _log.info(
+                "applied state restored at index %d (term %d)", checkpoint.index, checkpoint.term
+            )
+        # The applied index the last checkpoint written holds (nothing new: no write).
+        self._checkpointed_index = checkpoint.index if checkpoint else -1
         self.proposals = Proposals(
             self.node, raft_log, store, self.ready.producers, self.not_leader_error
         )
@@ -157,7 +157,27 @@ class Replica:
 
     def start(self) -> None:
         self._replay_began = time.monotonic()
+        if self.ready.visible_end:
+            # Restored from a checkpoint: what the store's own checkpoint does not cover yet.
+            self.store.dispatch(self.ready.visible_end)
         self._thread.start()
+
+    def save_applied_state(self, timeout_s: float = 5.0) -> bool:
+        """Write the applied-state checkpoint (captured on the loop, written here) when the
+        applied index moved since the last one; whether it wrote one. Any thread; after
+        ``close``, the final state."""
+        if not self.settings.applied_state_path:
+            return False
+        if self._thread.is_alive():
+            captured = self.run_on_loop(self.ready.capture, timeout_s)
+        else:
+            captured = self.ready.capture()
+        assert isinstance(captured, applied_state.AppliedState)
+        if captured.index == self._checkpointed_index:
+            return False
+        applied_state.save(OsFileSystem(), self.settings.applied_state_path, captured)
+        self._checkpointed_index = captured.index
+        return True
 
     def close(self, handover_s: float = 3.0) -> None:
         """Graceful stop: a leader first hands leadership to a follower that answers, so the
@@ -436,6 +456,32 @@ class Replica:
             applied_index=self.ready.applied_index,
             active_peers=frozenset(p for p, at in self._last_heard.items() if now - at < recent_s),
         )
+
+
+def _usable_checkpoint(
+    settings: ReplicaSettings, raft_log: RaftLogStorage
+) -> applied_state.AppliedState | None:
+    if not settings.applied_state_path:
+        return None
+    saved = applied_state.load(OsFileSystem(), settings.applied_state_path)
+    return applied_state.usable(saved, raft_log)
+
+
+def _raft_config(
+    settings: ReplicaSettings, checkpoint: applied_state.AppliedState | None
+) -> Config:
+    return Config(
+        node_id=settings.node_id,
+        election_ticks=settings.election_ticks,
+        heartbeat_ticks=settings.heartbeat_ticks,
+        max_uncommitted_bytes=settings.max_inflight_bytes,
+        preferred_leader=settings.preferred_leader,
+        # A lone write: one APPEND and one ack per follower, and followers apply after
+        # acknowledging the next write, not in its way (raft/config.py).
+        announce_commit_on_tick=True,
+        applied_index=checkpoint.index if checkpoint else 0,
+        applied_conf_state=checkpoint.conf_state if checkpoint else None,
+    )
 
 
 __all__ = ["Replica", "ReplicaSettings"]

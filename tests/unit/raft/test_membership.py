@@ -223,3 +223,36 @@ def test_vote_requests_from_strangers_are_ignored_whatever_their_term():
         node.step(Message(vote_type, "z", "a", term=50, log_term=50, log_index=100))
     assert node.term == 0
     assert drain_all(node, storage) == []
+
+
+def test_restart_from_an_applied_checkpoint_reads_no_entry_up_to_it():
+    # The node keeps its applied index and the membership as of it (a checkpoint of its
+    # applied state): the restart takes that membership instead of reading back every
+    # configuration entry since the snapshot point, and hands out only later entries.
+    _, storage = new_node("a", pre_vote=False)
+    storage.append(
+        [
+            Entry(1, 1, EntryType.CONF_CHANGE, ConfChange(ADD_LEARNER, "d").encode()),
+            Entry(2, 1, data=b"x"),
+            Entry(3, 1, data=b"y"),
+        ]
+    )
+    storage.set_hard_state(HardState(term=1, commit=3))
+    reads: list[tuple[int, int]] = []
+    entries = storage.entries
+
+    def counted(low: int, high: int, max_bytes: int) -> list[Entry]:
+        reads.append((low, high))
+        return entries(low, high, max_bytes)
+
+    storage.entries = counted  # type: ignore[method-assign]
+    checkpoint = ConfState(voters=("a", "b", "c"), learners=("d",))
+    node = restart(storage, "a", pre_vote=False, applied_index=2, applied_conf_state=checkpoint)
+    assert node.conf_state == checkpoint
+    assert all(low > 2 for low, _ in reads)
+    ready = node.ready()
+    assert [e.index for e in ready.committed_entries] == [3]
+    # Without the membership, the same restart reads the configuration entries back.
+    reads.clear()
+    assert restart(storage, "a", pre_vote=False, applied_index=2).conf_state == checkpoint
+    assert any(low <= 1 for low, _ in reads)
