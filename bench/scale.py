@@ -49,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -66,10 +66,10 @@ from raftlog.bench.cluster import (
 )
 from raftlog.bench.report import Budget, machine_description
 from raftlog.bench.typed_client import typed_produce
-from raftlog.client import Producer
+from raftlog.client import Producer, RaftlogError
 from raftlog.client.admin import Admin
 from raftlog.proto import client_pb2, client_pb2_grpc
-from raftlog.testing.local_cluster import LOG_FILE, LocalCluster, free_ports
+from raftlog.testing.local_cluster import LOG_FILE, ClusterError, LocalCluster, free_ports
 from raftlog.testing.node_probes import alive, health
 
 PARTS = ("restart", "catchup", "rss", "queues")
@@ -658,7 +658,7 @@ def run_restart_and_catchup(args: argparse.Namespace, root: str, parts: set[str]
     return figures
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="raftlog bench scale", description=__doc__)
     parser.add_argument("--only", nargs="+", choices=PARTS, help="run only these parts")
     parser.add_argument("--restart-gib", type=float, default=1.0, help="held for restart")
@@ -678,6 +678,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-join", action="store_true", help="skip the --join member")
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where data goes (a temp dir)")
     parser.add_argument("--json", metavar="PATH", help="write every figure as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     sizes = (args.restart_gib, args.catchup_gib, args.stored_gib, args.max_seconds)
     if min(sizes) <= 0 or min(args.queues, args.body_bytes, args.window, args.max_messages) < 1:
@@ -687,28 +692,46 @@ def main(argv: list[str] | None = None) -> int:
     root = tempfile.mkdtemp(prefix="raftlog-scale-", dir=args.dir)
     source = source_description()
     figures: list[Figure] = []
+    failures: list[str] = []
+
+    def run(name: str, part: Callable[[], list[Figure]]) -> None:
+        """One part; a failed part is reported and the others still run."""
+        try:
+            figures.extend(part())
+        except (BenchError, ClusterError, RaftlogError, grpc.RpcError, OSError) as error:
+            failures.append(f"{name}: {error!r}")
+            print(f"  {name} failed: {error!r}", file=sys.stderr, flush=True)
+
     try:
         if parts & {"restart", "catchup"}:
-            figures += run_restart_and_catchup(args, root, parts)
+            run("restart/catchup", lambda: run_restart_and_catchup(args, root, parts))
         if "rss" in parts:
             stored = fitting_bytes(root, int(args.stored_gib * GIB))
             if stored < int(args.stored_gib * GIB):
                 print(f"  only {stored / GIB:.2f} GiB fits: RSS measured at that size")
-            figures += measure_rss(
-                root, stored, args.rss_body_bytes, args.fill_seconds, args.timeout
+            run(
+                "rss",
+                lambda: measure_rss(
+                    root, stored, args.rss_body_bytes, args.fill_seconds, args.timeout
+                ),
             )
         if "queues" in parts:
-            figures += measure_queues(
-                root,
-                args.queues,
-                args.queue_body_bytes,
-                args.window,
-                Budget(args.max_messages, args.max_seconds),
-                args.queue_rounds,
+            run(
+                "queues",
+                lambda: measure_queues(
+                    root,
+                    args.queues,
+                    args.queue_body_bytes,
+                    args.window,
+                    Budget(args.max_messages, args.max_seconds),
+                    args.queue_rounds,
+                ),
             )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(render(figures))
+    for failure in failures:
+        print(f"FAILED {failure}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(
@@ -718,11 +741,12 @@ def main(argv: list[str] | None = None) -> int:
                     "arguments": vars(args),
                     "source": source,
                     "figures": [asdict(f) for f in figures],
+                    "failures": failures,
                 },
                 out,
                 indent=2,
             )
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
