@@ -533,6 +533,16 @@ class Consumer:
         self._committed.update(changed)
         return max(int(response.raft_index), self._commit_retry(offsets) or 0)
 
+    @property
+    def retry_positions(self) -> dict[int, int]:
+        """The retry topic's queue id -> next offset to read ({} when it is not read)."""
+        return self._retry.positions if self._retry is not None else {}
+
+    def commit_retry(self, offsets: Mapping[int, int]) -> int | None:
+        """Commit ``offsets`` (retry queue id -> next offset) of the retry topic: how far a
+        caller that tracks retried messages itself (the push consumer) is done with them."""
+        return self._retry.commit(offsets) if self._retry is not None else None
+
     def _commit_retry(self, offsets: Mapping[int, int] | None) -> int | None:
         """Commit the retry topic's positions too, unless explicit ``offsets`` say how far
         this topic is done (the retry topic's progress is then not known)."""

@@ -23,10 +23,11 @@ Rules this module keeps:
   (``max_pending_messages``, which bounds the pool's work queue too). Every wait is bounded
   (the puller wakes at least every ``_IDLE_WAIT_S``; ``shutdown`` by its timeout).
 - RECONSUME_LATER, a listener exception (logged, rate-limited) and any other answer are one
-  case: the message goes to ``Consumer.reconsume_later`` (the retry topic) when the consumer
-  has it; when it has not, or that send fails, the message is consumed again locally after
-  ``redelivery_delay_s`` and stays in flight meanwhile (RocketMQ's fallback when
-  sendMessageBack fails), so it is never lost and never committed past.
+  case: the message goes to ``Consumer.reconsume_later`` (the retry topic); when that send
+  fails, it is consumed again locally after ``redelivery_delay_s`` and stays in flight
+  meanwhile (RocketMQ's fallback when sendMessageBack fails), so it is never lost and never
+  committed past. Messages read back from the retry topic are tracked and committed apart
+  from the topic's own (their queue ids are the retry topic's).
 - The pull Consumer is used by the puller thread only (it is not thread-safe), commits
   included; listener threads touch only the tracker, ``reconsume_later`` and
   ``may_consume``.
@@ -152,6 +153,8 @@ class PushConsumer:
         self.consumer.set_revoke_listener(self._revoked)
         self._orderly = self._orderly_dispatch(suspend_s) if orderly else None
         self._tracker = InFlightOffsets()
+        # Messages from the group's retry topic have queue ids of their own.
+        self._retry_tracker = InFlightOffsets()
         self._stopping = threading.Event()
         self._state_lock = threading.Lock()
         self._puller: threading.Thread | None = None
@@ -251,7 +254,8 @@ class PushConsumer:
                 self._stopping.wait(_ERROR_BACKOFF_S)
                 continue
             for message in messages:
-                generation = self._tracker.start(message.queue_id, message.queue_offset)
+                tracker = self._tracker_of(message)
+                generation = tracker.start(message.queue_id, message.queue_offset)
                 if self._orderly is not None:
                     self._orderly.add(message, generation)
                 else:
@@ -259,7 +263,8 @@ class PushConsumer:
 
     def _room_to_pull(self) -> bool:
         """Pause the queues whose window is full; False when nothing may be pulled now."""
-        if self._tracker.in_flight() + self._pull_batch_size > self._max_pending_messages:
+        in_flight = self._tracker.in_flight() + self._retry_tracker.in_flight()
+        if in_flight + self._pull_batch_size > self._max_pending_messages:
             return False
         queue_ids = list(self.consumer.positions)
         limit = self._max_in_flight_per_queue - self._pull_batch_size
@@ -331,6 +336,9 @@ class PushConsumer:
         the next interval: committing again is harmless)."""
         try:
             self.consumer.commit(self._tracker.committable(self.consumer.positions))
+            retried = self._retry_tracker.committable(self.consumer.retry_positions)
+            if retried:
+                self.consumer.commit_retry(retried)
         except RaftlogError as error:
             self._commit_failures.warning(
                 "push consumer %s: commit failed (retried later): %s", self.group, error
@@ -339,12 +347,16 @@ class PushConsumer:
     # -- listener threads ------------------------------------------------------------------
 
     def _consume(self, message: Message, generation: int) -> None:
-        if not self._tracker.current(message.queue_id, generation):
+        tracker = self._tracker_of(message)
+        if not tracker.current(message.queue_id, generation):
             return  # its queue was given up before it ran: the next owner consumes it
         if self._calls.concurrently(message):
-            self._tracker.finish(message.queue_id, message.queue_offset, generation)
+            tracker.finish(message.queue_id, message.queue_offset, generation)
         else:
             self._reconsume(message, generation)
+
+    def _tracker_of(self, message: Message) -> InFlightOffsets:
+        return self._retry_tracker if message.pulled_topic else self._tracker
 
     def _consume_orderly(self, message: Message, generation: int) -> bool:
         """Orderly: True when the listener accepted the message (the next one may go)."""
@@ -359,22 +371,17 @@ class PushConsumer:
 
     def _reconsume(self, message: Message, generation: int) -> None:
         """Hand the message to the retry topic, or consume it again here later."""
-        # SEAM (issue 18, retry and dead letters): Consumer.reconsume_later(message) sends the
-        # message to %RETRY%<group>; it is another change's. Until the consumer has it, or
-        # when that send fails, the message is consumed again locally (kept in flight).
-        send_back = getattr(self.consumer, "reconsume_later", None)
-        if callable(send_back):
-            try:
-                send_back(message)
-            except Exception as error:  # any failure: the message stays here
-                self._calls.failures.warning(
-                    "push consumer %s: reconsume_later failed (%s); consumed again locally",
-                    self.group,
-                    error,
-                )
-            else:
-                self._tracker.finish(message.queue_id, message.queue_offset, generation)
-                return
+        try:
+            self.consumer.reconsume_later(message)
+        except Exception as error:  # any failure: the message stays here, in flight
+            self._calls.failures.warning(
+                "push consumer %s: reconsume_later failed (%s); consumed again locally",
+                self.group,
+                error,
+            )
+        else:
+            self._tracker_of(message).finish(message.queue_id, message.queue_offset, generation)
+            return
         due_s = time.monotonic() + self._redelivery_delay_s
         entry = (due_s, next(self._redelivery_order), message, generation)
         with self._state_lock:

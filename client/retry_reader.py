@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from raftlog.client.errors import NotFoundError, RaftlogError
@@ -41,7 +41,10 @@ class TopicReader(Protocol):
 
     def poll(self, timeout_s: float = ...) -> list[Message]: ...
 
-    def commit(self) -> int | None: ...
+    @property
+    def positions(self) -> dict[int, int]: ...
+
+    def commit(self, offsets: Mapping[int, int] | None = None) -> int | None: ...
 
     def close(self) -> None: ...
 
@@ -92,9 +95,15 @@ class RetryReader:
                 return messages
         return []
 
-    def commit(self) -> int | None:
-        """Commit the retry topic's positions (None when none changed, or it does not exist)."""
-        return self._reader.commit() if self._started else None
+    @property
+    def positions(self) -> dict[int, int]:
+        """Retry queue id -> the next offset to read ({} before the topic exists)."""
+        return self._reader.positions if self._started else {}
+
+    def commit(self, offsets: Mapping[int, int] | None = None) -> int | None:
+        """Commit the retry topic's positions, or ``offsets`` instead (None when none
+        changed, or it does not exist)."""
+        return self._reader.commit(offsets) if self._started else None
 
     def close(self) -> None:
         self._reader.close()

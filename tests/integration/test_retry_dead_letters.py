@@ -21,9 +21,11 @@ from raftlog.client import (
     Admin,
     Connection,
     Consumer,
+    ConsumeResult,
     Message,
     NotFoundError,
     Producer,
+    PushConsumer,
     RaftlogError,
 )
 from raftlog.testing.local_cluster import LocalCluster
@@ -223,3 +225,49 @@ def test_dlq_cli_lists_shows_and_resends(
         assert (resent.body, resent.reconsume_times) == (b"poison", 0)
         assert ("app", "x") in resent.properties
         assert "RETRY_TOPIC" not in dict(resent.properties)
+
+
+def test_a_push_consumer_tracks_and_commits_retried_messages_apart(
+    cluster: LocalCluster,
+) -> None:
+    """Retried messages come from queue 0 of the retry topic: they must neither finish nor
+    hold back the topic's own queue 0, and their progress is committed, so a push consumer
+    started again later in the group does not see them a second time."""
+    topic, group = "push-retry", "push-retry-group"
+    with Connection(cluster.addresses) as connection:
+        create(connection, topic, 1)
+        with Producer(connection) as producer:
+            for index in range(20):
+                producer.send(topic, b"m%d" % index)
+    seen: Counter[bytes] = Counter()
+
+    def listener(message: Message) -> ConsumeResult:
+        seen[message.body] += 1
+        first_try = message.reconsume_times == 0
+        if first_try and message.body in (b"m3", b"m7"):
+            return ConsumeResult.RECONSUME_LATER
+        return ConsumeResult.CONSUME_SUCCESS
+
+    with PushConsumer(
+        cluster.addresses,
+        group=group,
+        topic=topic,
+        listener=listener,
+        from_beginning=True,
+        commit_interval_s=0.2,
+    ):
+        deadline = time.monotonic() + WAIT_S
+        while (seen[b"m3"], seen[b"m7"]) != (2, 2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # a commit interval or two
+    assert (seen[b"m3"], seen[b"m7"]) == (2, 2)
+    assert all(seen[b"m%d" % i] == 1 for i in range(20) if i not in (3, 7))
+    again: list[bytes] = []
+
+    def record(message: Message) -> ConsumeResult:
+        again.append(message.body)
+        return ConsumeResult.CONSUME_SUCCESS
+
+    with PushConsumer(cluster.addresses, group=group, topic=topic, listener=record):
+        time.sleep(2.0)
+    assert again == []
