@@ -56,7 +56,7 @@ EVENT_FUNCTIONS = frozenset({RECEIVE, TXN_CHECK, HEALED, DLQ})
 # The value keys each function uses (documentation; the checker reads them with defaults).
 FIELDS: Mapping[str, str] = {
     DELAYED_SEND: "value, topic, delay_level, level_delay_ms, deliver_at_ms, invoke_wall_ms; "
-    "ok: store_timestamp_ms (of the schedule record), due_ms",
+    "ok: store_timestamp_ms (of the schedule record), due_ms (a lower bound of the due time)",
     ORDERED_SEND: "value, topic, sharding_key, seq (per process and key); ok: queue_id",
     TXN_SEND: "value, topic, decision (commit | rollback | unknown-then-commit); ok: state",
     RECONSUME_LATER: "value, group, reconsume_times",

@@ -4,7 +4,10 @@ replica, check the history, and write the results (``raftlog chaos run``).
 
 Files a run leaves in its data directory: ``history.jsonl`` (the operations, appended as they
 happen), ``replicas.jsonl`` (the final reads), ``cluster/`` (each node's data and node.log),
-and the JSON report when asked for. ``raftlog chaos check`` re-checks the two .jsonl files.
+and the JSON report when asked for. With ``messaging`` (delayed, ordered, transactional and
+reconsume-later traffic, chaos/messaging_workload.py) also ``messaging-history.jsonl``, checked
+by chaos/messaging_check.py once the consumers have drained; its anomalies make the run
+invalid like the main checker's. ``raftlog chaos check`` re-checks the two .jsonl files.
 Without a ``data_dir`` the run makes a new temp directory and says so; once the caller is done
 with the files (the CLI draws its timeline from the history), :func:`settle_data` removes it
 after a valid run unless asked to keep it, and says what became of it. A ``data_dir`` given is
@@ -33,6 +36,13 @@ from typing import Any
 from raftlog.chaos.checker import Report, check
 from raftlog.chaos.history import Recorder, ReplicaSnapshot, dumps_replicas, read_history
 from raftlog.chaos.local_target import LocalTarget
+from raftlog.chaos.messaging_check import MessagingReport, check_messaging, loads_messaging
+from raftlog.chaos.messaging_workload import (
+    CHAOS_NODE_ARGS,
+    MessagingConfig,
+    MessagingRecorder,
+    MessagingWorkload,
+)
 from raftlog.chaos.nemesis import (
     LATENCY_LEADER,
     PARTITION_KINDS,
@@ -50,6 +60,7 @@ from raftlog.client import Admin, RaftlogError
 
 HISTORY_FILE = "history.jsonl"
 REPLICAS_FILE = "replicas.jsonl"
+MESSAGING_HISTORY_FILE = "messaging-history.jsonl"
 CLUSTER_DIR = "cluster"
 CONVERGE_TIMEOUT_S = 60.0
 _PROGRESS_INTERVAL_S = 10.0
@@ -77,6 +88,8 @@ class RunConfig:
     target: str = "local"  # "local" (node processes) or "containers" (Docker)
     image: str = "raftlog:dev"  # the node image, for the containers target
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    # Delayed, ordered, transactional and reconsume-later traffic too (Raft, local target).
+    messaging: MessagingConfig | None = None
 
     @property
     def controlled(self) -> bool:
@@ -104,10 +117,12 @@ class RunResult:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    messaging_report: MessagingReport | None = None
 
     @property
     def valid(self) -> bool:
-        return self.report.valid and not self.problems
+        messaging_valid = self.messaging_report is None or self.messaging_report.valid
+        return self.report.valid and messaging_valid and not self.problems
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,11 +142,16 @@ class RunResult:
             "warnings": self.warnings,
             "elapsed_s": round(self.elapsed_s, 3),
             "report": self.report.to_dict(),
+            "messaging_report": (
+                None if self.messaging_report is None else self.messaging_report.to_dict()
+            ),
         }
 
     def render(self) -> str:
         """The text ``raftlog chaos run`` prints after the run."""
         lines = [self.report.render().rstrip()]
+        if self.messaging_report is not None:
+            lines.append(self.messaging_report.render())
         lines += [f"problem: {p}" for p in self.problems]
         lines += [f"warning: {w}" for w in self.warnings]
         verdict = "VALID" if self.valid else "INVALID"
@@ -202,6 +222,7 @@ def make_target(config: RunConfig, data_dir: Path) -> Target:
         master_role=config.master_role,
         controlled=config.controlled,
         partitions=config.partitions,
+        extra_args=CHAOS_NODE_ARGS if config.messaging is not None else (),
     )
 
 
@@ -245,22 +266,39 @@ def run(
     warnings: list[str] = []
     recorder = Recorder(history_path)
     replicas: list[ReplicaSnapshot] = []
+    messaging_path = data_dir / MESSAGING_HISTORY_FILE
+    messaging_recorder = MessagingRecorder(messaging_path) if config.messaging else None
+    messaging: MessagingWorkload | None = None
     try:
         out(f"starting {config.nodes} nodes ({target.name})")
         target.start()
         _create_topic(target, config.workload.topic, config.workload.queue_count)
         observe_leaders_once(target, recorder, target.node_ids())
         workload = Workload(target, recorder, config.workload)
+        if config.messaging is not None and messaging_recorder is not None:
+            for topic in config.messaging.topics().values():
+                _create_topic(target, topic, config.messaging.queue_count)
+            messaging = MessagingWorkload(target, messaging_recorder, config.messaging)
         nemesis = Nemesis(target, recorder, schedule, log=lambda line: out(f"  {line}"))
         run_start_s = time.monotonic()
         out(f"running workload and nemesis for {config.duration_s:.0f} s")
         workload.start(run_start_s + config.duration_s)
+        if messaging is not None:
+            messaging.start(run_start_s + config.duration_s)
         nemesis.start(run_start_s)
         try:
             _wait_out(run_start_s + config.duration_s, workload, out)
         finally:
             nemesis.stop()
             workload.stop()
+            if messaging is not None:
+                messaging.stop_producers()
+                messaging.healed()
+        if messaging is not None:
+            out("draining the messaging consumers")
+            if not messaging.drain():
+                out(f"  still awaited after the drain: {messaging.awaited_counts()}")
+            problems += [f"messaging workload: {e}" for e in messaging.errors]
         warnings += [f"nemesis: {e}" for e in nemesis.errors]
         problems += [f"workload: {e}" for e in workload.stats.errors]
         out("healed; waiting for the replicas to converge")
@@ -272,6 +310,10 @@ def run(
         if unread:
             problems.append(f"replicas not read: {', '.join(unread)}")
     finally:
+        if messaging is not None:
+            messaging.drain(timeout_s=0.0)  # stops its workers (a no-op once drained)
+        if messaging_recorder is not None:
+            messaging_recorder.close()
         recorder.close()
         target.close()
     replicas_path.write_text(dumps_replicas(replicas), encoding="utf-8")
@@ -280,8 +322,14 @@ def run(
         replicas,
         acknowledged_loss_allowed=config.acknowledged_loss_allowed,
     )
+    messaging_report = None
+    if config.messaging is not None:
+        messaging_report = check_messaging(
+            loads_messaging(messaging_path.read_text(encoding="utf-8"))
+        )
     return RunResult(
         config=config,
+        messaging_report=messaging_report,
         report=report,
         schedule=schedule,
         data_dir=data_dir,

@@ -66,6 +66,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument("--producers", type=int, default=3, help="producer threads (default 3)")
     run.add_argument("--groups", type=int, default=2, help="consumer groups (default 2)")
     run.add_argument(
+        "--messaging",
+        action="store_true",
+        help="also delayed, ordered, transactional and reconsume-later traffic (Raft, local)",
+    )
+    run.add_argument(
         "--png",
         type=Path,
         help="write a PNG timeline here: acknowledged sends/s, faults, leader changes (matplotlib)",
@@ -126,6 +131,7 @@ def _write_timeline(history: Path, png: Path | None, title: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from raftlog.chaos.messaging_workload import MessagingConfig
     from raftlog.chaos.nemesis import LINK_KINDS, fault_kinds
     from raftlog.chaos.runner import RunConfig, RunError, run, settle_data, write_json
     from raftlog.chaos.workload import WorkloadConfig
@@ -152,6 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         target=args.target,
         image=args.image,
         workload=WorkloadConfig(producers=args.producers, groups=args.groups, seed=args.seed),
+        messaging=MessagingConfig() if args.messaging else None,
     )
     try:
         result = run(config, out=lambda line: print(line, flush=True))
