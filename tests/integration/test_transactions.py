@@ -382,3 +382,37 @@ def leader_of_survivors(cluster: LocalCluster, killed_id: str) -> str:
     wait_for(elected, "a leader among the survivors")
     assert address is not None
     return address
+
+
+def test_racing_ends_of_one_transaction_decide_it_once(cluster: LocalCluster) -> None:
+    """Eight ends sent at once, half COMMIT and half ROLLBACK: one decides, the other seven
+    are answered with that decision as duplicates, and the message is stored that often."""
+    topic, group = "tx-race", "tx-race-producers"
+    create(cluster, topic)
+    servers = cluster.addresses
+    with Producer(servers, group=group) as producer:
+        sent = producer.send_in_transaction(
+            topic, b"race", local_transaction=lambda m: TransactionState.UNKNOWN
+        )
+    leader = leader_of(cluster)
+    answers: list[client_pb2.EndTransactionResponse] = []
+    start = threading.Barrier(8)
+
+    def end(resolution: int) -> None:
+        start.wait(10)
+        answers.append(
+            end_again(leader, group, topic, sent.transaction_id, sent.half.msg_id, resolution)
+        )
+
+    threads = [
+        threading.Thread(target=end, args=(COMMIT if n % 2 else ROLLBACK,)) for n in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(answers) == 8
+    assert len({a.resolution for a in answers}) == 1
+    assert sorted(a.duplicate for a in answers) == [False] + [True] * 7
+    stored = 1 if answers[0].resolution == COMMIT else 0
+    settled_count(servers, topic, sent.transaction_id, stored)
