@@ -153,8 +153,7 @@ class PushConsumer:
         self.consumer.set_revoke_listener(self._revoked)
         self._orderly = self._orderly_dispatch(suspend_s) if orderly else None
         self._tracker = InFlightOffsets()
-        # Messages from the group's retry topic have queue ids of their own.
-        self._retry_tracker = InFlightOffsets()
+        self._retry_tracker = InFlightOffsets()  # retried messages: the retry topic's queues
         self._stopping = threading.Event()
         self._state_lock = threading.Lock()
         self._puller: threading.Thread | None = None
