@@ -18,7 +18,7 @@ from raftlog.chaos.runner import RunConfig, run, write_json
 from raftlog.chaos.workload import WorkloadConfig
 
 
-def _run_and_check(duration_s: float, seed: int, tmp_path: Path) -> None:
+def _run_and_check(duration_s: float, seed: int, tmp_path: Path, *, leader_hit: bool) -> None:
     lines: list[str] = []
     config = RunConfig(
         duration_s=duration_s,
@@ -37,6 +37,8 @@ def _run_and_check(duration_s: float, seed: int, tmp_path: Path) -> None:
         op for op in read_history(result.history_path) if op.f == FAULT_START and op.type == "ok"
     ]
     assert {op.value.name.split("-")[0] for op in started} == {"kill", "pause"}
+    if leader_hit:  # the seed's schedule pauses the leader, then kills the (new) leader
+        assert {f.kind for f in result.schedule if f.targets == ("leader",)} == {"kill", "pause"}
     counts = result.messaging_report.counts
     assert counts["delayed-send-ok"] > 10, counts
     assert counts["delayed-delivered"] >= counts["delayed-send-ok"], counts
@@ -50,9 +52,9 @@ def _run_and_check(duration_s: float, seed: int, tmp_path: Path) -> None:
 
 
 def test_short_run_with_messaging_is_valid(tmp_path: Path) -> None:
-    _run_and_check(20.0, 7, tmp_path)
+    _run_and_check(20.0, 7, tmp_path, leader_hit=True)
 
 
 @pytest.mark.slow
 def test_long_run_with_messaging_is_valid(tmp_path: Path) -> None:
-    _run_and_check(90.0, 11, tmp_path)
+    _run_and_check(90.0, 11, tmp_path, leader_hit=False)
