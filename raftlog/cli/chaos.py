@@ -87,6 +87,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     check.add_argument("--json", type=Path, help="write the report here as JSON")
     check.add_argument(
+        "--messaging-history",
+        type=Path,
+        help="a --messaging run's messaging-history.jsonl: check it too (delay, transactions, "
+        "order per sharding key, reconsume later)",
+    )
+    check.add_argument(
         "--png",
         type=Path,
         help="write a PNG timeline here: acknowledged sends/s, faults, leader changes (matplotlib)",
@@ -186,11 +192,19 @@ def _check(args: argparse.Namespace) -> int:
         acknowledged_loss_allowed=args.async_master,
     )
     print(report.render())
+    valid = report.valid
+    if args.messaging_history is not None:
+        from raftlog.chaos.messaging_check import check_messaging, loads_messaging
+
+        text = args.messaging_history.read_text(encoding="utf-8")
+        messaging_report = check_messaging(loads_messaging(text))
+        print(messaging_report.render())
+        valid = valid and messaging_report.valid
     if args.json is not None:
         args.json.write_text(report.to_json(), encoding="utf-8")
-    verdict = "valid" if report.valid else "INVALID"
+    verdict = "valid" if valid else "INVALID"
     _write_timeline(args.history, args.png, f"chaos check of {args.history}: {verdict}")
-    return EXIT_OK if report.valid else EXIT_FAILED
+    return EXIT_OK if valid else EXIT_FAILED
 
 
 def _summarize(args: argparse.Namespace) -> int:

@@ -265,3 +265,17 @@ def test_round_trip_and_malformed_histories() -> None:
         check_messaging([MsgOp("p", "ok", TXN_SEND, 0, {"value": "c", "decision": "commit"})])
     with pytest.raises(ValueError):
         MsgOp("p", "ok", "nonsense", 0, {})
+
+
+def test_chaos_check_checks_a_messaging_history_too(tmp_path, capsys) -> None:
+    from raftlog.cli import main
+
+    (tmp_path / "history.jsonl").write_text("")
+    (tmp_path / "replicas.jsonl").write_text("")
+    messaging = tmp_path / "messaging-history.jsonl"
+    messaging.write_text(dumps_messaging(_txn(_History(), "c", "commit").ops))
+    args = ["chaos", "check", str(tmp_path / "history.jsonl"), str(tmp_path / "replicas.jsonl")]
+    assert main([*args, "--messaging-history", str(messaging)]) == 1
+    assert "txn-lost: c (commit) never delivered" in capsys.readouterr().out
+    messaging.write_text(dumps_messaging(_txn(_History(), "r", "rollback").ops))
+    assert main([*args, "--messaging-history", str(messaging)]) == 0
