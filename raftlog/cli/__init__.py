@@ -5,8 +5,9 @@ readable errors to stderr and exits non-zero on failure (2 usage/configuration, 
 failed, 3 unknown outcome; see common.py); no traceback for operating errors. One module per
 command group: node.py (node start), health.py (node health), cluster.py (cluster
 up/down/status), member.py (member list/add/remove/promote), acl.py (acl grant/revoke/list:
-access rules), dlq.py (dlq list/show/resend: dead letters), client.py (topic, produce,
-consume, query, leader), certs.py (certs init/issue: a development CA), chaos.py (chaos run,
+access rules), dlq.py (dlq list/show/resend: dead letters), transaction.py (transaction
+list/commit/rollback: undecided transactions), client.py (topic, produce, consume, query,
+leader), certs.py (certs init/issue: a development CA), chaos.py (chaos run,
 chaos check), testing.py (testing sweep: what dead test runs left in Docker), pipeline.py
 (pipeline <job>: the Spark jobs) and demo.py (the single-node store demonstration).
 """
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     from raftlog.cli import node as cli_node
     from raftlog.cli import pipeline as cli_pipeline
     from raftlog.cli import testing as cli_testing
+    from raftlog.cli import transaction as cli_transaction
 
     parser = argparse.ArgumentParser(
         prog="raftlog", description="raftlog: a Raft-replicated distributed commit log"
@@ -51,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_member.add_parser(commands)
     cli_acl.add_parser(commands)
     cli_dlq.add_parser(commands)
+    cli_transaction.add_parser(commands)
     cli_client.add_parsers(commands)
     cli_certs.add_parser(commands)
     cli_chaos.add_parser(commands)
