@@ -53,6 +53,15 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     produce.add_argument(
         "--deliver-at-ms", type=int, default=0, help="deliver at this time (ms since the epoch)"
     )
+    produce.add_argument(
+        "--transaction",
+        choices=("commit", "rollback", "unknown"),
+        help="send in a transaction whose local transaction answers this (unknown: left "
+        "undecided, see `raftlog transaction list`)",
+    )
+    produce.add_argument(
+        "--producer-group", default="raftlog-cli-producer", help="with --transaction: its group"
+    )
     add_connection_flags(produce)
 
     consume = commands.add_parser("consume", help="print a topic's messages")
@@ -158,6 +167,8 @@ def _produce(args: argparse.Namespace) -> int:
         raise UsageError("--key must be non-empty and hold no space")
     if args.queue is not None and args.sharding_key is not None:
         raise UsageError("--queue and --sharding-key: give at most one")
+    if args.transaction is not None:
+        return _produce_in_transaction(args)
     failures = unknown = 0
     with connect(args) as connection, Producer(connection, timeout_s=args.timeout_s) as producer:
         delay = {"delay_level": args.delay_level, "deliver_at_ms": args.deliver_at_ms}
@@ -268,3 +279,34 @@ def _leader(args: argparse.Namespace) -> int:
         leader = admin.transfer_leadership(args.to, timeout_s=args.timeout_s)
     print(f"leader is {leader.leader_id} at {leader.leader_address} (term {leader.term})")
     return EXIT_OK if leader.leader_id else EXIT_FAILED
+
+
+def _produce_in_transaction(args: argparse.Namespace) -> int:
+    """Each body sent with Producer.send_in_transaction, its local transaction answering
+    ``--transaction`` (docs/messaging.md "Transactions")."""
+    from raftlog.client import Producer, TransactionState
+
+    if args.delay_level or args.deliver_at_ms:
+        raise UsageError("--transaction: a transactional message cannot have a delay")
+    state = TransactionState[args.transaction.upper()]
+    group = args.producer_group
+    with (
+        connect(args) as connection,
+        Producer(connection, timeout_s=args.timeout_s, group=group) as producer,
+    ):
+        for body in _bodies(args):
+            sent = producer.send_in_transaction(
+                args.topic,
+                body,
+                local_transaction=lambda message: state,
+                keys=args.key,
+                tags=args.tag,
+                queue_id=args.queue,
+                sharding_key=args.sharding_key,
+            )
+            stored = f" stored id={sent.result.msg_id}" if sent.result is not None else ""
+            print(
+                f"transaction {sent.transaction_id} half id={sent.half.msg_id} group={group}: "
+                f"{sent.state.value}{' (decided already)' if sent.duplicate else ''}{stored}"
+            )
+    return EXIT_OK

@@ -97,3 +97,17 @@ def test_an_operator_lists_and_commits_an_undecided_transaction(
         seen += c.poll(1.0)  # and nothing more
     assert [(m.uniq_key, m.body) for m in seen] == [(transaction_id, b"order #1")]
     assert transaction_id not in cli(capsys, cluster, "transaction", "list", "--topic", TOPIC)
+
+
+def test_produce_in_a_transaction(
+    cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    committed = cli(capsys, cluster, "produce", TOPIC, "order #2", "--transaction", "commit")
+    assert "group=raftlog-cli-producer: COMMIT stored id=" in committed, committed
+    rolled_back = cli(capsys, cluster, "produce", TOPIC, "order #3", "--transaction", "rollback")
+    assert ": ROLLBACK" in rolled_back and "stored" not in rolled_back, rolled_back
+    left = cli(capsys, cluster, "produce", TOPIC, "order #4", "--transaction", "unknown")
+    transaction_id = left.split()[1]
+    assert ": UNKNOWN" in left, left
+    listed = cli(capsys, cluster, "transaction", "list", "--group", "raftlog-cli-producer")
+    assert transaction_id in listed, listed

@@ -79,3 +79,19 @@ def test_other_usage_errors_exit_2(
     code = main(list(argv))
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_produce_transaction_with_a_delay_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from raftlog.cli import client as cli_client
+
+    argv = ["produce", "t", "body", "--transaction", "commit", "--delay-level", "2"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli_client, "connect", no_connection_allowed)
+        assert main(argv) == 2
+    assert "cannot have a delay" in capsys.readouterr().err
+    assert main(["produce", "t", "body", "--transaction", "maybe"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def no_connection_allowed(args: argparse.Namespace) -> None:
+    raise AssertionError("a usage error must be found before connecting")
