@@ -371,7 +371,8 @@ def _check_delayed(
         first_ms = min(int(r.message.get("store_timestamp_ms", 0)) for r in received)
         late_ms = first_ms - due_ms
         max_lateness_ms = late_ms if max_lateness_ms is None else max(max_lateness_ms, late_ms)
-        after_heal_ms = first_ms - max(due_ms, healed_wall_ms or due_ms)
+        # Delivered before the heal: not late after it.
+        after_heal_ms = max(0, first_ms - max(due_ms, healed_wall_ms or due_ms))
         max_after_heal_ms = (
             after_heal_ms if max_after_heal_ms is None else max(max_after_heal_ms, after_heal_ms)
         )

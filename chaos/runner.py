@@ -292,10 +292,10 @@ def run(
             _wait_out(run_start_s + config.duration_s, workload, out)
         finally:
             nemesis.stop()
-            workload.stop()
             if messaging is not None:
+                messaging.healed()  # before waiting for the workers: the time of the heal
                 messaging.stop_producers()
-                messaging.healed()
+            workload.stop()
         if messaging is not None:
             out("draining the messaging consumers")
             if not messaging.drain():

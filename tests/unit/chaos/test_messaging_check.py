@@ -130,6 +130,14 @@ def test_lateness_is_measured_from_the_heal() -> None:
     assert check_messaging(h.ops, late_bound_ms=500).kinds() == [LATE_DELIVERY]
 
 
+def test_delivered_before_the_heal_is_not_late_after_it() -> None:
+    h = _delayed(_History(), "d1").receive("g", _msg("d1", 0, stored_ms=10_050))
+    h.add("nemesis", "ok", HEALED, wall_ms=30_000)
+    report = check_messaging(h.ops)
+    assert report.valid, report.render()
+    assert (report.max_lateness_ms, report.max_lateness_after_heal_ms) == (50, 0)
+
+
 # Rule 2: transactional messages.
 
 
