@@ -252,9 +252,7 @@ def run(
 ) -> RunResult:
     """Run one chaos run; ``out`` receives the schedule and progress lines. ``target``: an
     unstarted target to run against instead of the one ``config`` describes."""
-    kinds = fault_kinds(config.faults)  # ValueError on an unknown fault name
-    if config.duration_s <= 0:
-        raise RunError(f"duration is {config.duration_s} s; it must be positive")
+    kinds = _checked_faults(config)
     data_dir = _prepare_dir(config.data_dir, config.seed)
     history_path = data_dir / HISTORY_FILE
     replicas_path = data_dir / REPLICAS_FILE
@@ -266,8 +264,7 @@ def run(
     started_s = time.monotonic()
     problems: list[str] = []
     warnings: list[str] = []
-    recorder = Recorder(history_path)
-    replicas: list[ReplicaSnapshot] = []
+    recorder, replicas = Recorder(history_path), []
     messaging_path = data_dir / MESSAGING_HISTORY_FILE
     messaging_recorder = MessagingRecorder(messaging_path) if config.messaging else None
     messaging: MessagingWorkload | None = None
@@ -277,10 +274,7 @@ def run(
         _create_topic(target, config.workload.topic, config.workload.queue_count)
         observe_leaders_once(target, recorder, target.node_ids())
         workload = Workload(target, recorder, config.workload)
-        if config.messaging is not None and messaging_recorder is not None:
-            for topic in config.messaging.topics().values():
-                _create_topic(target, topic, config.messaging.queue_count)
-            messaging = MessagingWorkload(target, messaging_recorder, config.messaging)
+        messaging = _messaging_workload(config, target, messaging_recorder)
         nemesis = Nemesis(target, recorder, schedule, log=lambda line: out(f"  {line}"))
         run_start_s = time.monotonic()
         out(f"running workload and nemesis for {config.duration_s:.0f} s")
@@ -291,46 +285,26 @@ def run(
         try:
             _wait_out(run_start_s + config.duration_s, workload, out)
         finally:
-            nemesis.stop()
-            if messaging is not None:
-                messaging.healed()  # before waiting for the workers: the time of the heal
-                messaging.stop_producers()
-            workload.stop()
+            _stop_traffic(nemesis, workload, messaging)
         if messaging is not None:
-            out("draining the messaging consumers")
-            if not messaging.drain():
-                out(f"  still awaited after the drain: {messaging.awaited_counts()}")
-            problems += [f"messaging workload: {e}" for e in messaging.errors]
+            problems += _drain(messaging, out)
         warnings += [f"nemesis: {e}" for e in nemesis.errors]
         problems += [f"workload: {e}" for e in workload.stats.errors]
         out("healed; waiting for the replicas to converge")
-        if wait_converged(target, CONVERGE_TIMEOUT_S) is None:
-            problems.append(f"replicas did not converge within {CONVERGE_TIMEOUT_S:.0f} s")
-        observe_leaders_once(target, recorder, target.node_ids())
-        replicas = [target.read_replica(n, config.workload.topic) for n in target.node_ids()]
-        if config.messaging is not None:
-            replicas = _reread_while_moving(target, config.workload.topic, replicas)
-        unread = [r.node_id for r in replicas if r.commitlog_digest is None]
-        if unread:
-            problems.append(f"replicas not read: {', '.join(unread)}")
+        replicas = _converged_replicas(config, target, recorder, problems)
     finally:
-        if messaging is not None:
-            messaging.drain(timeout_s=0.0)  # stops its workers (a no-op once drained)
-        if messaging_recorder is not None:
-            messaging_recorder.close()
-        recorder.close()
-        target.close()
+        _close(target, recorder, messaging, messaging_recorder)
     replicas_path.write_text(dumps_replicas(replicas), encoding="utf-8")
     report = check(
         read_history(history_path),
         replicas,
         acknowledged_loss_allowed=config.acknowledged_loss_allowed,
     )
-    messaging_report = None
-    if config.messaging is not None:
-        messaging_report = check_messaging(
-            loads_messaging(messaging_path.read_text(encoding="utf-8"))
-        )
+    messaging_report = (
+        check_messaging(loads_messaging(messaging_path.read_text(encoding="utf-8")))
+        if config.messaging is not None
+        else None
+    )
     return RunResult(
         config=config,
         messaging_report=messaging_report,
@@ -343,6 +317,73 @@ def run(
         warnings=warnings,
         elapsed_s=time.monotonic() - started_s,
     )
+
+
+def _checked_faults(config: RunConfig) -> list[str]:
+    """The run's fault kinds (ValueError on an unknown name; RunError on a bad duration)."""
+    kinds = fault_kinds(config.faults)
+    if config.duration_s <= 0:
+        raise RunError(f"duration is {config.duration_s} s; it must be positive")
+    return kinds
+
+
+def _stop_traffic(
+    nemesis: Nemesis, workload: Workload, messaging: MessagingWorkload | None
+) -> None:
+    nemesis.stop()
+    if messaging is not None:
+        messaging.healed()  # before waiting for the workers: the time of the heal
+        messaging.stop_producers()
+    workload.stop()
+
+
+def _drain(messaging: MessagingWorkload, out: Callable[[str], None]) -> list[str]:
+    """Let the messaging consumers read what was acknowledged; the workload's problems."""
+    out("draining the messaging consumers")
+    if not messaging.drain():
+        out(f"  still awaited after the drain: {messaging.awaited_counts()}")
+    return [f"messaging workload: {e}" for e in messaging.errors]
+
+
+def _close(
+    target: Target,
+    recorder: Recorder,
+    messaging: MessagingWorkload | None,
+    messaging_recorder: MessagingRecorder | None,
+) -> None:
+    if messaging is not None:
+        messaging.drain(timeout_s=0.0)  # stops its workers (a no-op once drained)
+    if messaging_recorder is not None:
+        messaging_recorder.close()
+    recorder.close()
+    target.close()
+
+
+def _messaging_workload(
+    config: RunConfig, target: Target, recorder: MessagingRecorder | None
+) -> MessagingWorkload | None:
+    """The messaging traffic of a run with ``config.messaging`` (its topics created)."""
+    if config.messaging is None or recorder is None:
+        return None
+    for topic in config.messaging.topics().values():
+        _create_topic(target, topic, config.messaging.queue_count)
+    return MessagingWorkload(target, recorder, config.messaging)
+
+
+def _converged_replicas(
+    config: RunConfig, target: Target, recorder: Recorder, problems: list[str]
+) -> list[ReplicaSnapshot]:
+    """Every replica's contents once they converged (or the wait ran out: a problem)."""
+    if wait_converged(target, CONVERGE_TIMEOUT_S) is None:
+        problems.append(f"replicas did not converge within {CONVERGE_TIMEOUT_S:.0f} s")
+    observe_leaders_once(target, recorder, target.node_ids())
+    replicas = [target.read_replica(n, config.workload.topic) for n in target.node_ids()]
+    if config.messaging is not None:
+        replicas = _reread_while_moving(target, config.workload.topic, replicas)
+    unread = [r.node_id for r in replicas if r.commitlog_digest is None]
+    if unread:
+        problems.append(f"replicas not read: {', '.join(unread)}")
+    return replicas
 
 
 def _reread_while_moving(

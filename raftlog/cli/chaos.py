@@ -70,12 +70,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="also delayed, ordered, transactional and reconsume-later traffic (Raft, local)",
     )
-    run.add_argument(
-        "--png",
-        type=Path,
-        help="write a PNG timeline here: acknowledged sends/s, faults, leader changes (matplotlib)",
-    )
+    _add_png_flag(run)
     run.set_defaults(handler=_run)
+    _add_check(actions)
+    summarize = actions.add_parser(
+        "summarize", help="one table for many runs' --json files (valid, anomalies, failover)"
+    )
+    summarize.add_argument("files", type=Path, nargs="+", help="the runs' --json files")
+    summarize.set_defaults(handler=_summarize)
+
+
+def _add_check(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `chaos check`."""
     check = actions.add_parser("check", help="check a stored history and replicas again")
     check.add_argument("history", type=Path, help="history.jsonl of a run")
     check.add_argument("replicas", type=Path, help="replicas.jsonl of the same run")
@@ -92,17 +98,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a --messaging run's messaging-history.jsonl: check it too (delay, transactions, "
         "order per sharding key, reconsume later)",
     )
-    check.add_argument(
+    _add_png_flag(check)
+    check.set_defaults(handler=_check)
+
+
+def _add_png_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--png",
         type=Path,
         help="write a PNG timeline here: acknowledged sends/s, faults, leader changes (matplotlib)",
     )
-    check.set_defaults(handler=_check)
-    summarize = actions.add_parser(
-        "summarize", help="one table for many runs' --json files (valid, anomalies, failover)"
-    )
-    summarize.add_argument("files", type=Path, nargs="+", help="the runs' --json files")
-    summarize.set_defaults(handler=_summarize)
 
 
 def _add_data_flags(run: argparse.ArgumentParser) -> None:

@@ -37,6 +37,18 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     describe.add_argument("name")
     add_connection_flags(describe)
 
+    _add_produce(commands)
+    _add_consume(commands)
+    _add_query(commands)
+    leader = commands.add_parser("leader", help="leadership")
+    leaders = leader.add_subparsers(dest="leader_command", required=True)
+    transfer = leaders.add_parser("transfer", help="hand leadership to another voter")
+    transfer.add_argument("--to", default="", help="target node id (default: most up to date)")
+    add_connection_flags(transfer)
+
+
+def _add_produce(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register produce."""
     produce = commands.add_parser("produce", help="send messages (BODY, or stdin lines)")
     produce.add_argument("topic")
     produce.add_argument("body", nargs="?", help="the body; omitted: one message per stdin line")
@@ -64,6 +76,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     add_connection_flags(produce)
 
+
+def _add_consume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register consume."""
     consume = commands.add_parser("consume", help="print a topic's messages")
     consume.add_argument("topic")
     consume.add_argument("--group", default="raftlog-cli", help="consumer group")
@@ -78,6 +93,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     add_connection_flags(consume)
 
+
+def _add_query(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register query key|time|id."""
     query = commands.add_parser("query", help="find messages by key, time or id")
     queries = query.add_subparsers(dest="query_command", required=True)
     by_key = queries.add_parser("key", help="messages with a key (or unique key)")
@@ -95,12 +113,6 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     by_id = queries.add_parser("id", help="the message an offset message id names")
     by_id.add_argument("msg_id")
     add_connection_flags(by_id)
-
-    leader = commands.add_parser("leader", help="leadership")
-    leaders = leader.add_subparsers(dest="leader_command", required=True)
-    transfer = leaders.add_parser("transfer", help="hand leadership to another voter")
-    transfer.add_argument("--to", default="", help="target node id (default: most up to date)")
-    add_connection_flags(transfer)
 
 
 def _print_message(message: Any) -> None:
