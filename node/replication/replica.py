@@ -303,6 +303,20 @@ class Replica:
         self._inbox.put(run)
         return future.result(timeout=timeout_s)
 
+    def leading_term(self, timeout_s: float) -> int | None:
+        """This member's term when it leads and takes writes, else None (any thread; asks
+        the Raft loop only when the view says it leads)."""
+        if self.view.role != "leader":
+            return None
+
+        def look() -> int | None:
+            node = self.node
+            return node.term if node.role is Role.LEADER and self.write_ready else None
+
+        term = self.run_on_loop(look, timeout_s)
+        assert term is None or isinstance(term, int)
+        return term
+
     def end_of_entry(self, log_index: int, log_term: int, timeout_s: float = 5.0) -> int | None:
         """Where entry ``log_index`` (of ``log_term``) ends in this log, or None (any
         thread)."""

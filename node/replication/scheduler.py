@@ -38,7 +38,6 @@ from raftlog.node.messaging.rewrite import delivered_copy
 from raftlog.node.messaging.schedule_table import SCHEDULE_GROUP
 from raftlog.node.replication.proposals import Proposal
 from raftlog.node.replication.replica import Replica
-from raftlog.raft.types import Role
 from raftlog.store.errors import StoreError
 from raftlog.store.hashing import SCHEDULE_TOPIC
 from raftlog.store.message_store import BlockEntry, Message
@@ -124,17 +123,7 @@ class Scheduler:
 
     def _leader_term(self) -> int | None:
         """This member's term when it leads and takes writes, else None."""
-        replica = self._replica
-        if replica.view.role != "leader":
-            return None
-
-        def look() -> int | None:
-            node = replica.node
-            return node.term if node.role is Role.LEADER and replica.write_ready else None
-
-        term = replica.run_on_loop(look, _LOOP_TIMEOUT_S)
-        assert term is None or isinstance(term, int)
-        return term
+        return self._replica.leading_term(_LOOP_TIMEOUT_S)
 
     # ------------------------------------------------------------------ deciding
 

@@ -70,7 +70,6 @@ from raftlog.node.replication.replica import Replica
 from raftlog.node.transaction_path import EndOutcome, EndTransaction
 from raftlog.node.write_checks import check_offsets
 from raftlog.node.write_path import ProduceOutcome
-from raftlog.raft.types import Role
 from raftlog.store.errors import StoreError
 from raftlog.store.message_store import Message
 
@@ -273,17 +272,7 @@ class TransactionCoordinator:
 
     def _leader_term(self) -> int | None:
         """This member's term when it leads and takes writes, else None."""
-        replica = self._replica
-        if replica.view.role != "leader":
-            return None
-
-        def look() -> int | None:
-            node = replica.node
-            return node.term if node.role is Role.LEADER and replica.write_ready else None
-
-        term = replica.run_on_loop(look, _LOOP_TIMEOUT_S)
-        assert term is None or isinstance(term, int)
-        return term
+        return self._replica.leading_term(_LOOP_TIMEOUT_S)
 
     def _await_leader_term(self, wait_s: float) -> int:
         """The term this member leads in; NotLeaderError naming the leader when another one
