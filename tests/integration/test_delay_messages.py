@@ -22,11 +22,11 @@ from raftlog.client import (
     Connection,
     Consumer,
     Message,
-    NotFoundError,
     Producer,
     RaftlogError,
 )
 from raftlog.testing.local_cluster import LocalCluster
+from tests.support.topics import create_everywhere
 
 pytestmark = pytest.mark.integration
 
@@ -66,21 +66,6 @@ class Sent:
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def create(connection: Connection, topic: str, queue_count: int = 2) -> None:
-    """Create ``topic`` and wait until every member knows it (a consumer may ask any)."""
-    with Admin(connection) as admin:
-        admin.create_topic(topic, queue_count)
-        for address in connection.addresses:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    admin.describe_topic(topic, address=address)
-                    break
-                except NotFoundError:
-                    assert time.monotonic() < deadline, f"{address} never learned {topic}"
-                    time.sleep(0.05)
 
 
 def send_delayed(producer: Producer, topic: str, body: bytes, level: int) -> Sent:
@@ -137,7 +122,7 @@ class Load:
     scheduler delivers under load."""
 
     def __init__(self, connection: Connection, topic: str) -> None:
-        create(connection, topic)
+        create_everywhere(connection, topic, 2)
         self._producer = Producer(connection)
         self._topic = topic
         self._stop = threading.Event()
@@ -160,7 +145,7 @@ class Load:
 
 def test_delay_levels_deliver_once_after_due_under_load(cluster: LocalCluster) -> None:
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, "delay-levels")
+        create_everywhere(connection, "delay-levels", 2)
         load = Load(connection, "delay-load")
         try:
             sent = []
@@ -179,7 +164,7 @@ def test_delay_levels_deliver_once_after_due_under_load(cluster: LocalCluster) -
 
 def test_delay_rewrite_keeps_the_message(cluster: LocalCluster) -> None:
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, "delay-fields", 1)
+        create_everywhere(connection, "delay-fields", 1)
         producer.send(
             "delay-fields",
             b"body",
@@ -199,7 +184,7 @@ def test_delay_rewrite_keeps_the_message(cluster: LocalCluster) -> None:
 def test_delivery_times_deliver_by_time_not_arrival(cluster: LocalCluster) -> None:
     topic = "deliver-at"
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, topic)
+        create_everywhere(connection, topic, 2)
         start_ms = now_ms()
         # Later times first: the timer queue is in arrival order, delivery in time order.
         sent = [
@@ -221,7 +206,7 @@ def test_delivery_times_deliver_by_time_not_arrival(cluster: LocalCluster) -> No
 
 def test_bad_delays_are_refused(cluster: LocalCluster) -> None:
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, "delay-bad", 1)
+        create_everywhere(connection, "delay-bad", 1)
         with pytest.raises(RaftlogError, match=r"delay_level 5 is outside 1\.\.4"):
             producer.send("delay-bad", b"x", delay_level=5)
         with pytest.raises(RaftlogError, match="timer_max_delay_ms = 60000"):
@@ -237,7 +222,7 @@ def test_delayed_messages_survive_a_leader_kill(cluster: LocalCluster) -> None:
     is delivered exactly once, none before due."""
     topic = "delay-kill"
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, topic)
+        create_everywhere(connection, topic, 2)
         started = time.monotonic()
         # Due one every 25 ms from 1 s after the start, and delivery times from 1.5 s to
         # 3.5 s after it (latest sent first); the kill lands in the middle.
@@ -265,7 +250,7 @@ def test_the_cli_sends_delayed_messages(
 ) -> None:
     servers = ["--servers", ",".join(cluster.addresses)]
     with Connection(cluster.addresses) as connection:
-        create(connection, "delay-cli", 1)
+        create_everywhere(connection, "delay-cli", 1)
     started_ms = now_ms()
     assert cli_main(["produce", "delay-cli", "later", "--delay-level", "1", *servers]) == 0
     assert "sent" in capsys.readouterr().out

@@ -16,11 +16,9 @@ from pathlib import Path
 import pytest
 
 from raftlog.client import (
-    Admin,
     Consumer,
     ConsumeResult,
     Message,
-    NotFoundError,
     OutgoingMessage,
     Producer,
     PushConsumer,
@@ -28,6 +26,7 @@ from raftlog.client import (
     UnknownOutcomeError,
 )
 from raftlog.testing.local_cluster import LocalCluster
+from tests.support.topics import create_everywhere
 
 pytestmark = pytest.mark.integration
 
@@ -133,23 +132,8 @@ def push_consumer(cluster: LocalCluster, recorder: Recorder) -> PushConsumer:
     )
 
 
-def create_topic_everywhere(cluster: LocalCluster) -> None:
-    """Create the topic and wait until every member knows it (the consumer may ask any)."""
-    with Admin(cluster.addresses) as admin:
-        admin.create_topic(TOPIC, QUEUE_COUNT)
-        deadline = time.monotonic() + 10.0
-        for address in cluster.addresses:
-            while True:
-                try:
-                    admin.describe_topic(TOPIC, address=address)
-                    break
-                except NotFoundError:
-                    assert time.monotonic() < deadline, f"{address} never saw the topic"
-                    time.sleep(0.05)
-
-
 def test_no_message_is_lost_across_a_leader_kill(cluster: LocalCluster) -> None:
-    create_topic_everywhere(cluster)
+    create_everywhere(cluster.addresses, TOPIC, QUEUE_COUNT)
     recorder = Recorder()
     first = push_consumer(cluster, recorder).start()
     load = Load(cluster).start()

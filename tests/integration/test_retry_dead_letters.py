@@ -29,6 +29,7 @@ from raftlog.client import (
     RaftlogError,
 )
 from raftlog.testing.local_cluster import LocalCluster
+from tests.support.topics import create_everywhere
 
 pytestmark = pytest.mark.integration
 
@@ -51,21 +52,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield running
     finally:
         running.stop()
-
-
-def create(connection: Connection, topic: str, queue_count: int = 2) -> None:
-    """Create ``topic`` and wait until every member knows it (a consumer may ask any)."""
-    with Admin(connection) as admin:
-        admin.create_topic(topic, queue_count)
-        for address in connection.addresses:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    admin.describe_topic(topic, address=address)
-                    break
-                except NotFoundError:
-                    assert time.monotonic() < deadline, f"{address} never learned {topic}"
-                    time.sleep(0.05)
 
 
 def read_dead_letters(addresses: list[str], group: str, count: int) -> list[Message]:
@@ -101,7 +87,7 @@ def consume_sending_back(
 def test_retries_then_dead_letters_across_a_leader_kill(cluster: LocalCluster) -> None:
     topic, group, count = "retry-orders", "billing", 10
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, topic)
+        create_everywhere(connection, topic, 2)
         for i in range(count):
             producer.send(topic, f"order-{i}".encode(), tags="paid", properties={"app": "x"})
         with Admin(connection) as admin:
@@ -137,7 +123,7 @@ def test_a_new_member_of_the_group_gets_the_retries(cluster: LocalCluster) -> No
     comes back to the next one, and the first one's commit is not lost."""
     topic, group = "retry-handover", "handover"
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, topic, 1)
+        create_everywhere(connection, topic, 1)
         producer.send(topic, b"once")
     with Consumer(cluster.addresses, group, topic) as first:
         deadline = time.monotonic() + WAIT_S
@@ -162,7 +148,7 @@ def test_a_new_member_of_the_group_gets_the_retries(cluster: LocalCluster) -> No
 def test_send_back_checks(cluster: LocalCluster) -> None:
     topic, group = "retry-checks", "checks"
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, topic, 1)
+        create_everywhere(connection, topic, 1)
         producer.send(topic, b"x")
         with pytest.raises(RaftlogError, match="written only by the node"):
             producer.send("%RETRY%checks", b"x")
@@ -190,7 +176,7 @@ def test_dlq_cli_lists_shows_and_resends(
 ) -> None:
     topic, group = "retry-cli", "cli"
     with Connection(cluster.addresses) as connection, Producer(connection) as producer:
-        create(connection, topic, 1)
+        create_everywhere(connection, topic, 1)
         producer.send(topic, b"poison", properties={"app": "x"})
     deliveries: dict[bytes, list[Message]] = defaultdict(list)
     with Consumer(cluster.addresses, group, topic, max_reconsume_times=1) as consumer:
@@ -235,7 +221,7 @@ def test_a_push_consumer_tracks_and_commits_retried_messages_apart(
     started again later in the group does not see them a second time."""
     topic, group = "push-retry", "push-retry-group"
     with Connection(cluster.addresses) as connection:
-        create(connection, topic, 1)
+        create_everywhere(connection, topic, 1)
         with Producer(connection) as producer:
             for index in range(20):
                 producer.send(topic, b"m%d" % index)
