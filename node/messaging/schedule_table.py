@@ -11,7 +11,8 @@ where the committed log says, neither losing nor repeating a delivery.
 
 Rules this module keeps:
 - ``apply`` is idempotent and monotonic (``low`` only grows; the set keeps only offsets at or
-  past ``low``), so replaying the retained log on a restart rebuilds the table. A progress
+  past ``low``), so replaying the retained log on a restart rebuilds the table (a restart
+  from the applied-state checkpoint restores it and replays only what follows). A progress
   record retention deleted lies after the message it delivered, so that message is deleted
   too: the scheduler also starts no lower than the queue's first live offset.
 - Written on the Raft loop, read by the scheduler's thread: every access holds the lock.

@@ -3,7 +3,8 @@ once, also across a leader change (Kafka's idempotent producer; RocketMQ has non
 
 State is derived from the Raft log only: a ``ProduceMarker`` is applied with its batch's entry,
 on every replica, so a new leader knows every sequence its predecessor committed. On restart the
-node replays the retained log, which rebuilds the table.
+table comes back from the applied-state checkpoint (``export``/``restore``, applied_state.py)
+and the entries after it; without one, replaying the retained log rebuilds it.
 
 Rules this module keeps (the ProduceRequest.sequence contract in client.proto):
 - ``sequence == last + 1`` (or an unknown producer): store it.
