@@ -9,8 +9,9 @@ configuration changes in it.
 
 What it holds, all as of one applied index A (``capture``, on the Raft loop between Readies):
 - A and the term of entry A: the checkpoint is used only while the log still holds entry A
-  with that term, after the snapshot point (a snapshot installed or retention past A makes it
-  stale: it is then ignored and the node replays from the snapshot point, as without it);
+  with that term, or A is the snapshot point itself (retention compacts to an applied entry);
+  a snapshot installed or retention past A makes it stale: it is then ignored and the node
+  replays from the snapshot point, as without it;
 - the membership as of A (raft ``Config.applied_conf_state``: the core reads no entry back);
 - the tables that exist only in memory: the idempotent producers' (producer_table.py) and the
   delay scheduler's (messaging/schedule_table.py). Whoever adds state built by applying
@@ -122,11 +123,12 @@ def load(fs: FileSystem, path: str) -> AppliedState | None:
 
 
 def usable(state: AppliedState | None, raft_log: _Log) -> AppliedState | None:
-    """``state`` when the log still holds its entry, with its term, after the snapshot point,
-    and its tables are well formed; else None (replay from the snapshot point)."""
+    """``state`` when the log still holds its entry with its term (or it is the snapshot
+    point, with the point's term), and its tables are well formed; else None (replay from
+    the snapshot point)."""
     if state is None:
         return None
-    if not raft_log.first_index() <= state.index <= raft_log.last_index():
+    if not raft_log.first_index() - 1 <= state.index <= raft_log.last_index():
         return None
     try:
         if raft_log.term(state.index) != state.term:

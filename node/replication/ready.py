@@ -150,7 +150,11 @@ class ReadyHandler:
         self.producers.restore(state.producers)
         self.schedule.restore(state.schedule)
         self.applied_index = state.index
-        self.visible_end = self._raft_log.placement(state.index).end_physical_offset
+        self.visible_end = (
+            self._raft_log.placement(state.index).end_physical_offset
+            if state.index >= self._raft_log.first_index()
+            else self._raft_log.snapshot_end_physical_offset  # the snapshot point itself
+        )
 
     def drain(self) -> None:
         """Handle Readies until the core has none, or one could not write its entries (the

@@ -13,8 +13,11 @@ from raftlog.node.messaging.schedule_table import ScheduleTable
 from raftlog.node.replication import applied_state
 from raftlog.node.replication.applied_state import AppliedState
 from raftlog.node.replication.producer_table import ProducerTable
+from raftlog.node.replication.raft_log_storage import RaftLogStorage
 from raftlog.raft.types import ConfState, LogCompactedError
 from raftlog.store.filesystem import OsFileSystem
+from tests.support.sim_filesystem import SimFileSystem
+from tests.unit.node.replication.entry_factory import LeaderLog
 
 
 class _Log:
@@ -32,7 +35,7 @@ class _Log:
     def term(self, index: int) -> int:
         if index < self._first - 1:
             raise LogCompactedError(index)
-        return self._term
+        return self._term  # the snapshot point's term too
 
 
 def _tables() -> tuple[ProducerTable, ScheduleTable]:
@@ -91,7 +94,8 @@ def test_a_missing_or_damaged_checkpoint_loads_as_none(tmp_path: Path) -> None:
     [
         (_Log(1, 80), True),
         (_Log(50, 80), True),  # the checkpoint's entry is the first one held
-        (_Log(51, 80), False),  # a snapshot point past it: installed or compacted
+        (_Log(51, 80), True),  # ... or the snapshot point (compacted to it)
+        (_Log(52, 80), False),  # a snapshot point past it: installed or compacted
         (_Log(1, 49), False),  # the log ends before it (entries lost)
         (_Log(1, 80, term=3), False),  # another entry at that index
     ],
@@ -109,3 +113,21 @@ def test_a_checkpoint_with_a_malformed_table_is_not_used() -> None:
         ProducerTable(0).restore({"producers": [["p", "x", 1, []]], "expired_at_ms": 0})
     with pytest.raises(ValueError):
         ScheduleTable().restore([])
+
+
+def test_a_checkpoint_at_the_snapshot_point_of_a_compacted_log_is_used() -> None:
+    # Retention compacts the Raft log up to an applied entry: a checkpoint taken there is the
+    # snapshot point itself and still holds the tables only replay could rebuild.
+    fs = SimFileSystem()
+    storage = RaftLogStorage.open(
+        fs, "/node", segment_size_bytes=1024, bootstrap=ConfState(voters=("a",))
+    )
+    storage.append(LeaderLog(1024).entries(1, 2, [[b"x" * 50] for _ in range(12)]))
+    storage.sync()
+    storage.compact(8, ConfState(voters=("a",)))
+    assert storage.first_index() == 9
+    assert applied_state.usable(_state(index=8, term=2), storage) is not None
+    assert applied_state.usable(_state(index=7, term=2), storage) is None
+    assert applied_state.usable(_state(index=8, term=1), storage) is None
+    assert applied_state.usable(_state(index=12, term=2), storage) is not None
+    assert applied_state.usable(_state(index=13, term=2), storage) is None
