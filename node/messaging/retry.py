@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from raftlog.node.control import is_reserved_topic
 from raftlog.node.messaging.transaction import is_transaction_topic
 from raftlog.store.hashing import SCHEDULE_TOPIC
 
@@ -36,6 +37,12 @@ def retry_topic(group: str) -> str:
 
 def dlq_topic(group: str) -> str:
     return DLQ_TOPIC_PREFIX + group
+
+
+def is_node_topic(topic: str) -> bool:
+    """A topic every member makes for itself (control, schedule, transaction half and op):
+    not a user's, so it counts toward no topic limit and is left out of per-topic metrics."""
+    return is_reserved_topic(topic) or topic == SCHEDULE_TOPIC or is_transaction_topic(topic)
 
 
 def is_node_written_topic(topic: str) -> bool:

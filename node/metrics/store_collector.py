@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from raftlog.node.control import is_reserved_topic
+from raftlog.node.messaging.retry import is_node_topic
 from raftlog.store.message_store import MessageStore
 
 _QUEUE_LABELS = ("topic", "queue")
@@ -71,7 +71,7 @@ class StoreCollector(Collector):
         store = self._store
         max_offsets: dict[tuple[str, int], int] = {}
         for config in store.list_topics():
-            if is_reserved_topic(config.name):
+            if is_node_topic(config.name):
                 continue
             for queue_id in range(config.queue_count):
                 labels = [config.name, str(queue_id)]

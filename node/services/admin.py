@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import grpc
 
-from raftlog.node.control import is_reserved_topic
 from raftlog.node.errors import InvalidRequestError, MembershipRefusedError
 from raftlog.node.membership import MemberEntry, Membership, MembershipView
+from raftlog.node.messaging.retry import is_node_topic
 from raftlog.node.services.limits import (
     LimitReachedError,
     ServiceLimits,
@@ -106,7 +106,7 @@ class AdminService(client_pb2_grpc.AdminServicer):
         names = {config.name for config in self._store.list_topics()}
         if topic in names:
             return
-        user_topics = sum(1 for name in names if not is_reserved_topic(name))
+        user_topics = sum(1 for name in names if not is_node_topic(name))
         if user_topics >= self._limits.max_topic_count:
             raise LimitReachedError(
                 f"the cluster has {user_topics} topics; the limit is "

@@ -22,7 +22,10 @@ from typing import Any
 import grpc
 import pytest
 
+from raftlog.node.messaging.delay import SCHEDULE_QUEUE_COUNT
+from raftlog.node.messaging.transaction import HALF_TOPIC, OP_TOPIC, TRANSACTION_QUEUE_COUNT
 from raftlog.proto import client_pb2, client_pb2_grpc, errors_pb2
+from raftlog.store.hashing import SCHEDULE_TOPIC
 from raftlog.store.record import MessageRecord, encode_record
 from tests.support.inprocess_cluster import InProcessCluster, running_cluster
 
@@ -734,13 +737,19 @@ def _check_queries_on_a_follower(
     listed = api.admin(api.follower).ListTopics(
         client_pb2.ListTopicsRequest(), timeout=CALL_TIMEOUT_S
     )
-    # Sorted by name; the node's own control topic is listed too (readable for audit).
-    assert [(t.name, t.queue_count) for t in listed.topics] == [
-        ("__raftlog_control", 1),
-        (TOPIC, QUEUE_COUNT),
-        (FAST_TOPIC, 2),
-        (GROW_TOPIC, 4),
-    ]
+    # Sorted by name; the node's own topics are listed too (readable for audit): the control
+    # topic, the delay schedule and the transactions' half and op topics.
+    assert [(t.name, t.queue_count) for t in listed.topics] == sorted(
+        [
+            ("__raftlog_control", 1),
+            (SCHEDULE_TOPIC, SCHEDULE_QUEUE_COUNT),
+            (HALF_TOPIC, TRANSACTION_QUEUE_COUNT),
+            (OP_TOPIC, TRANSACTION_QUEUE_COUNT),
+            (TOPIC, QUEUE_COUNT),
+            (FAST_TOPIC, 2),
+            (GROW_TOPIC, 4),
+        ]
+    )
     follower = api.consumer(api.follower)
     # QueryByMessageId on a follower: ids are valid on every replica.
     by_id = follower.QueryByMessageId(
