@@ -150,6 +150,7 @@ def _topic(args: argparse.Namespace) -> int:
             for topic in admin.list_topics():
                 print(f"{topic.name}\t{topic.queue_count}")
         else:
+            admin.cluster_status()  # learn the leader: a follower may not have applied all yet
             description = admin.describe_topic(args.name)
             print(f"{description.topic.name}: {description.topic.queue_count} queues")
             print("QUEUE  MIN  MAX  LAST_STORE_MS")

@@ -4,11 +4,11 @@ operator's decision on one (docs/messaging.md, "Transactions").
 - ``list [--topic T] [--group G]``: the half messages still undecided, one line each
   (transaction id, producer group, real topic, msg id, age). It reads the half topic
   ``RMQ_SYS_TRANS_HALF_TOPIC`` and the op topic ``RMQ_SYS_TRANS_OP_HALF_TOPIC`` from their
-  first live offsets up to the ends DescribeTopic gave, each with a Consumer on queue 0 that
-  shares nothing, commits nothing and reads no retry topic (as `raftlog dlq resend` reads a
-  topic). Which halves are decided is told by the node's own code, reused here, not copied:
-  each pulled record is handed, as the store's MessageRecord, to node/messaging/
-  transaction.py's ``half_of`` and ``op_of`` and the op records and halves to a
+  first live offsets up to the ends the leader's DescribeTopic gave, each with a Consumer on
+  queue 0 that shares nothing, commits nothing and reads no retry topic (as `raftlog dlq
+  resend` reads a topic). Which halves are decided is told by the node's own code, reused
+  here, not copied: each pulled record is handed, as the store's MessageRecord, to
+  node/messaging/transaction.py's ``half_of`` and ``op_of`` and the op records and halves to a
   ``TransactionTable`` (node/messaging/transaction_table.py), whose ``decision`` is what the
   leader's TransactionCoordinator answers. The cli layer may import node (the import
   contracts' layers; the client itself may not). A half decided between the two reads may
@@ -125,6 +125,9 @@ def _read_topic(connection: Connection, topic: str, timeout_s: float) -> tuple[i
     from raftlog.client import Admin, Consumer
 
     with Admin(connection, timeout_s=timeout_s) as admin:
+        # Ask the leader: a follower may not have applied the latest halves and decisions, and
+        # a list just after `produce --transaction` must show what that command wrote.
+        admin.cluster_status()
         queue = next(q for q in admin.describe_topic(topic).queues if q.queue_id == 0)
     found: list[Message] = []
     if queue.max_queue_offset <= queue.min_queue_offset:
