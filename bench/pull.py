@@ -58,7 +58,7 @@ from raftlog.bench.cluster import (
 from raftlog.bench.report import Budget, run_bounded, write_json_report
 from raftlog.client.admin import Admin
 from raftlog.client.consumer import Consumer
-from raftlog.client.messages import messages_from_records
+from raftlog.client.pulled_records import messages_from_records
 from raftlog.proto import client_pb2
 from raftlog.testing.local_cluster import LocalCluster
 
@@ -145,8 +145,11 @@ def _pull_step(
 
 
 def _consumer_step(address: str, topic: str, max_messages: int, total: int) -> Callable[[], int]:
+    # A group of its own per measurement: a consumer of a group another one just left would
+    # wait for the group's rebalance before it reads anything.
+    group = f"bench-pull-{uuid.uuid4().hex[:8]}"
     consumer = Consumer(
-        address, group="bench-pull", topic=topic, from_beginning=True, max_messages=max_messages
+        address, group=group, topic=topic, from_beginning=True, max_messages=max_messages
     )
     read = [0]
 

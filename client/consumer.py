@@ -50,7 +50,8 @@ from raftlog.client.errors import (
     UnavailableError,
 )
 from raftlog.client.local_offsets import LocalOffsetStore, default_client_id
-from raftlog.client.messages import Message, messages_from_records
+from raftlog.client.messages import Message
+from raftlog.client.pulled_records import messages_from_records
 from raftlog.client.queue_handover import QueueHandover, RevokeListener
 from raftlog.client.rebalance import (
     DEFAULT_HEARTBEAT_INTERVAL_S,

@@ -3,29 +3,17 @@
 Rules this module keeps: every class is a frozen dataclass with units in its field names
 (``*_ms`` milliseconds since the Unix epoch, ``*_bytes`` bytes); conversions from the wire
 (``from_proto``) live beside the class they build, so the rest of the client never reads a
-protobuf message field by field. ``messages_from_records`` builds Messages from a fast Pull's
-stored records with the store's pure record codec (the one exception to "client imports only
-proto", pyproject.toml says why), verifying every record's CRCs first.
+protobuf message field by field (client/pulled_records.py builds Messages from a fast Pull's
+stored records).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from raftlog.client.errors import InternalError
 from raftlog.proto import client_pb2
-from raftlog.store.errors import CorruptRecordError
-from raftlog.store.message_id import message_id_encoder
-from raftlog.store.record import (
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
-    decode_records,
-    split_keys,
-    unpack_address,
-)
 
 # Lower-case role and replication-state names, as the CLI prints them.
 ROLE_NAMES: dict[int, str] = {
@@ -49,10 +37,11 @@ def _host(host_port: Any) -> str:
     """``"ip:port"`` (IPv6 in brackets), or "" for an unset host."""
     if not host_port.ip:
         return ""
-    return _host_text(host_port.ip, host_port.port)
+    return host_text(host_port.ip, host_port.port)
 
 
-def _host_text(ip: str, port: int) -> str:
+def host_text(ip: str, port: int) -> str:
+    """``ip:port``, an IPv6 address in brackets."""
     return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
@@ -158,117 +147,6 @@ class Message:
             store_size_bytes=stored.store_size_bytes,
             body_crc=stored.body_crc,
         )
-
-
-def messages_from_records(records: bytes) -> list[Message]:
-    """The messages of a Pull answer's ``records`` (``return_records``: the stored records'
-    bytes), with every field ``Message.from_proto`` gives for the same message. Each record is
-    verified first (structure, body CRC, the ``__CRC32#`` trailer): a corrupt one raises
-    InternalError naming it, and no message of the answer is returned."""
-    try:
-        decoded = decode_records(records)
-    except CorruptRecordError as error:
-        raise InternalError(
-            f"a pulled record is corrupt, so none of this answer's messages is returned: {error}"
-        ) from None
-    hosts = _HostCache()
-    messages: list[Message] = []
-    append = messages.append
-    for (
-        queue_id,
-        flag,
-        queue_offset,
-        physical_offset,
-        sys_flag,
-        born_timestamp_ms,
-        born_address,
-        born_port,
-        store_timestamp_ms,
-        store_address,
-        store_port,
-        reconsume_times,
-        prepared_transaction_offset,
-        size_bytes,
-        body_crc,
-        topic,
-        body,
-        all_properties,
-    ) in decoded:
-        store_host, encode_id = hosts.store(store_address, store_port)
-        keys, tags, uniq_key, properties = _promoted(all_properties)
-        append(
-            Message(
-                topic,
-                queue_id,
-                queue_offset,
-                physical_offset,
-                encode_id(physical_offset),
-                body,
-                born_timestamp_ms,
-                store_timestamp_ms,
-                hosts.born(born_address, born_port),
-                store_host,
-                split_keys(keys) if keys else (),
-                tags or "",
-                uniq_key or "",
-                tuple(properties),
-                flag,
-                sys_flag,
-                reconsume_times,
-                prepared_transaction_offset,
-                size_bytes,
-                body_crc,
-            )
-        )
-    return messages
-
-
-class _HostCache:
-    """A batch has a few distinct hosts: each is converted (text, message id encoder) once."""
-
-    def __init__(self) -> None:
-        self._texts: dict[tuple[bytes, int], str] = {}
-        self._stores: dict[tuple[bytes, int], tuple[str, Callable[[int], str]]] = {}
-
-    def born(self, address: bytes, port: int) -> str:
-        text = self._texts.get((address, port))
-        if text is None:
-            text = self._texts[(address, port)] = _host_text(unpack_address(address), port)
-        return text
-
-    def store(self, address: bytes, port: int) -> tuple[str, Callable[[int], str]]:
-        """The store host's text and the offset message id encoder of its records."""
-        known = self._stores.get((address, port))
-        if known is None:
-            ip = unpack_address(address)
-            known = (_host_text(ip, port), message_id_encoder((ip, port)))
-            self._stores[(address, port)] = known
-        return known
-
-
-def _promoted(
-    all_properties: Sequence[tuple[str, str]],
-) -> tuple[str | None, str | None, str | None, list[tuple[str, str]]]:
-    """(KEYS, TAGS, UNIQ_KEY, the other properties): the first value of each promoted
-    property counts, as in StoredMessage."""
-    keys: str | None = None
-    tags: str | None = None
-    uniq_key: str | None = None
-    properties: list[tuple[str, str]] = []
-    for pair in all_properties:
-        name = pair[0]
-        if name == PROPERTY_TAGS:
-            if tags is None:
-                tags = pair[1]
-        elif name == PROPERTY_UNIQ_KEY:
-            if uniq_key is None:
-                uniq_key = pair[1]
-        elif name == PROPERTY_KEYS:
-            if keys is None:
-                keys = pair[1]
-        else:
-            properties.append(pair)
-    return keys, tags, uniq_key, properties
 
 
 @dataclass(frozen=True, slots=True)

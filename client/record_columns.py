@@ -56,6 +56,12 @@ HEADER_LAYOUT: dict[str, tuple[int, int]] = {
     "store_host": (64, 8),
     "body_bytes": (84, 4),
 }
+# Every fixed field of such a record, in the store's order: total_size, magic, body_crc,
+# queue_id, flag, queue_offset, physical_offset, sys_flag, born_timestamp, born ip and port,
+# store_timestamp, store ip and port, reconsume_times, prepared_transaction_offset,
+# body_length.
+HEADER_V4 = struct.Struct(">iIIiiqqiq4siq4siiqi")
+assert HEADER_V4.size == HEADER_BYTES
 # What the columnar reader needs of the property format, named once (store.record's).
 PROMOTED_PROPERTIES = (PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY)
 NAME_VALUE_BYTE = ord(NAME_VALUE_SEPARATOR)

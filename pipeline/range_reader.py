@@ -35,7 +35,7 @@ from raftlog.client import (
     RetryPolicy,
     UnavailableError,
 )
-from raftlog.client.messages import messages_from_records
+from raftlog.client.pulled_records import messages_from_records
 from raftlog.client.record_columns import record_columns
 from raftlog.pipeline.arrow_rows import columns_batch, record_batch
 from raftlog.pipeline.queue_ranges import DataLossError, QueueRange

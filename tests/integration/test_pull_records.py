@@ -18,7 +18,8 @@ import pytest
 
 from raftlog.client.consumer import Consumer
 from raftlog.client.errors import InternalError
-from raftlog.client.messages import Message, messages_from_records
+from raftlog.client.messages import Message
+from raftlog.client.pulled_records import messages_from_records
 from raftlog.proto import client_pb2
 from tests.integration.test_cluster_api import wait_applied_everywhere
 from tests.support.inprocess_cluster import InProcessCluster, running_cluster

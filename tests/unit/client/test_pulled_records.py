@@ -1,19 +1,25 @@
 """The client's decoding of a fast Pull's ``records``: every message equals what the original
 form (a StoredMessage built by the server, ``node.wire.stored_message``) gives, hosts and
-message ids included (IPv4 and IPv6); a corrupt record is refused with a clear error and no
-message of the answer is handed over."""
+message ids included (IPv4 and IPv6), on the fast path (IPv4, one topic) and the general one
+alike; a corrupt record is refused with a clear error, the general path's, and no message of
+the answer is handed over."""
 
+import dataclasses
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raftlog.client.consumer import Consumer
 from raftlog.client.errors import InternalError, RaftlogError
-from raftlog.client.messages import Message, messages_from_records
+from raftlog.client.messages import Message
+from raftlog.client.pulled_records import messages_from_records
+from raftlog.client.record_columns import record_columns
 from raftlog.node.services.wire import stored_message
 from raftlog.proto import client_pb2
 from raftlog.store.record import decode_record, encode_record
-from tests.support import make_record
+from tests.support import make_record, records
 from tests.unit.client.fake_server import FakeServer
 
 RECORDS = [
@@ -54,6 +60,43 @@ def test_decoded_messages_equal_the_original_forms() -> None:
     assert expected[0].msg_id.endswith(f"{1000:016X}")
     assert expected[1].store_host == "[2001:db8::7]:10911"
     assert messages_from_records(b"") == []
+
+
+def _original_forms(encoded: list[bytes]) -> list[Message]:
+    return [Message.from_proto(stored_message(decode_record(e))) for e in encoded]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(records(), min_size=1, max_size=6), st.integers(0, 2**32 - 1))
+def test_the_fast_path_equals_the_original_forms(drawn: list[Any], address: int) -> None:
+    # One topic and IPv4 hosts: the shape every pull of one queue has, and the fast path's.
+    ip = ".".join(str(address >> shift & 0xFF) for shift in (24, 16, 8, 0))
+    same = [
+        dataclasses.replace(
+            record,
+            topic=drawn[0].topic,
+            born_host=(ip, record.born_host[1] & 0xFFFF),
+            store_host=("10.0.0.7", record.store_host[1] & 0xFFFF),
+            physical_offset=abs(record.physical_offset) >> 1,  # what a message id can hold
+        )
+        for record in drawn
+    ]
+    encoded = [encode_record(record) for record in same]
+    assert record_columns(b"".join(encoded)) is not None  # the fast path takes these
+    assert messages_from_records(b"".join(encoded)) == _original_forms(encoded)
+
+
+def test_a_corrupt_record_of_the_fast_path_gets_the_general_paths_error() -> None:
+    ipv4 = [RECORDS[0], RECORDS[2]]
+    encoded = [bytearray(encode_record(record)) for record in ipv4]
+    assert record_columns(b"".join(map(bytes, encoded))) is not None
+    encoded[1][100] ^= 0x10  # a byte past the header of the second record
+    with pytest.raises(InternalError, match=r"record 1: .*CRC"):
+        messages_from_records(b"".join(encoded))
+    # Properties a reader refuses, under a trailer that checks out: declined, then named.
+    bad = encode_record(make_record(properties=(("a\x01b", "c"),)))
+    with pytest.raises(InternalError, match=r"record 0: .*not one key"):
+        messages_from_records(bad)
 
 
 def test_a_corrupt_record_is_refused_and_none_is_returned() -> None:

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
-from raftlog.client.messages import messages_from_records
+from raftlog.client.pulled_records import messages_from_records
 from raftlog.client.record_columns import record_columns
 from raftlog.pipeline.arrow_rows import columns_batch, record_batch
 from raftlog.store.record import encode_record
