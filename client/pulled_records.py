@@ -21,6 +21,7 @@ InternalError and no message of the answer is returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from raftlog.client.errors import InternalError
 from raftlog.client.messages import Message, host_text
@@ -56,48 +57,20 @@ def _from_columns(
     hosts = _HostCache()
     unpack = HEADER_V4.unpack_from
     messages: list[Message] = []
-    append = messages.append
     for start, properties_start in zip(starts, properties_starts, strict=True):
-        (
-            size_bytes,
-            _,
-            body_crc,
-            queue_id,
-            flag,
-            queue_offset,
-            physical_offset,
-            sys_flag,
-            born_timestamp_ms,
-            born_address,
-            born_port,
-            store_timestamp_ms,
-            store_address,
-            store_port,
-            reconsume_times,
-            prepared_transaction_offset,
-            body_bytes,
-        ) = unpack(records, start)
+        fields = unpack(records, start)
+        size_bytes = fields[0]
         body_start = start + HEADER_BYTES
-        all_properties = decode_properties(
-            records[properties_start : start + size_bytes - TRAILER_BYTES]
+        # The row decode_records gives: the fixed fields from queue_id on, size, body CRC.
+        row = (
+            *fields[3:16],
+            size_bytes,
+            fields[2],
+            topic,
+            records[body_start : body_start + fields[16]],
+            decode_properties(records[properties_start : start + size_bytes - TRAILER_BYTES]),
         )
-        append(
-            _message(
-                hosts,
-                topic,
-                queue_id,
-                queue_offset,
-                physical_offset,
-                records[body_start : body_start + body_bytes],
-                born_timestamp_ms,
-                store_timestamp_ms,
-                (born_address, born_port),
-                (store_address, store_port),
-                all_properties,
-                (flag, sys_flag, reconsume_times, prepared_transaction_offset),
-                (size_bytes, body_crc),
-            )
-        )
+        messages.append(_message(hosts, row))
     return messages
 
 
@@ -109,63 +82,32 @@ def _from_decoded(records: bytes) -> list[Message]:
             f"a pulled record is corrupt, so none of this answer's messages is returned: {error}"
         ) from None
     hosts = _HostCache()
-    return [
-        _message(
-            hosts,
-            topic,
-            queue_id,
-            queue_offset,
-            physical_offset,
-            body,
-            born_timestamp_ms,
-            store_timestamp_ms,
-            (born_address, born_port),
-            (store_address, store_port),
-            all_properties,
-            (flag, sys_flag, reconsume_times, prepared_transaction_offset),
-            (size_bytes, body_crc),
-        )
-        for (
-            queue_id,
-            flag,
-            queue_offset,
-            physical_offset,
-            sys_flag,
-            born_timestamp_ms,
-            born_address,
-            born_port,
-            store_timestamp_ms,
-            store_address,
-            store_port,
-            reconsume_times,
-            prepared_transaction_offset,
-            size_bytes,
-            body_crc,
-            topic,
-            body,
-            all_properties,
-        ) in decoded
-    ]
+    return [_message(hosts, row) for row in decoded]
 
 
-def _message(
-    hosts: _HostCache,
-    topic: str,
-    queue_id: int,
-    queue_offset: int,
-    physical_offset: int,
-    body: bytes,
-    born_timestamp_ms: int,
-    store_timestamp_ms: int,
-    born_host: tuple[bytes, int],
-    store_host: tuple[bytes, int],
-    all_properties: Sequence[tuple[str, str]],
-    flags: tuple[int, int, int, int],
-    stored: tuple[int, int],
-) -> Message:
-    """One Message: ``flags`` is (flag, sys_flag, reconsume_times,
-    prepared_transaction_offset), ``stored`` (store_size_bytes, body_crc)."""
-    store_text, encode_id = hosts.store(store_host)
+def _message(hosts: _HostCache, row: Sequence[Any]) -> Message:
+    """The Message of one record's fields, in ``DecodedRecord``'s order."""
+    (
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        sys_flag,
+        born_timestamp_ms,
+        born_address,
+        born_port,
+        store_timestamp_ms,
+        store_address,
+        store_port,
+        reconsume_times,
+        prepared_transaction_offset,
+        size_bytes,
+        body_crc,
+        topic,
+        body,
+        all_properties,
+    ) = row
+    store_text, encode_id = hosts.store((store_address, store_port))
     keys, tags, uniq_key, properties = _promoted(all_properties)
     return Message(
         topic,
@@ -176,14 +118,18 @@ def _message(
         body,
         born_timestamp_ms,
         store_timestamp_ms,
-        hosts.born(born_host),
+        hosts.born((born_address, born_port)),
         store_text,
         split_keys(keys) if keys else (),
         tags or "",
         uniq_key or "",
         tuple(properties),
-        *flags,
-        *stored,
+        flag,
+        sys_flag,
+        reconsume_times,
+        prepared_transaction_offset,
+        size_bytes,
+        body_crc,
     )
 
 
