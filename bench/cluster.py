@@ -303,11 +303,11 @@ def queue_bounds(admin: Admin, topic: str, address: str) -> dict[int, tuple[int,
 
 
 def wait_caught_up(admin: Admin, topic: str, leader: str, follower: str) -> None:
-    """Wait (bounded) until ``follower`` has dispatched every message the leader has."""
-    wanted = queue_bounds(admin, topic, leader)
+    """Wait (bounded) until ``follower`` has dispatched every message the leader has (the
+    leader's bounds are read again each time: it may still be applying what it committed)."""
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
     for _ in range(int(CATCH_UP_TIMEOUT_S / 0.05) + 1):
-        if queue_bounds(admin, topic, follower) == wanted:
+        if queue_bounds(admin, topic, follower) == queue_bounds(admin, topic, leader):
             return
         if time.monotonic() >= deadline:
             break
