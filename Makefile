@@ -56,7 +56,7 @@ contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 pytest: $(STAMP)
-	SIM_SEEDS=$(SIM_SEEDS) $(VENV)/bin/pytest -q -m "not slow"
+	SIM_SEEDS=$(SIM_SEEDS) $(VENV)/bin/pytest -q -m "not slow" --durations=25
 
 ## make test-containers: only tests/containers (a raftlog:dev cluster in Docker, the image
 ## rebuilt from this checkout; skipped, saying why, when no Docker engine answers).

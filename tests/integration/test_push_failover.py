@@ -6,11 +6,12 @@ allowed are the messages the first one had pulled and not finished (its in-fligh
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,10 @@ from raftlog.client import (
     ConsumeResult,
     Message,
     OutgoingMessage,
-    Producer,
     PushConsumer,
-    RaftlogError,
-    UnknownOutcomeError,
 )
 from raftlog.testing.local_cluster import LocalCluster
+from tests.support.background_load import BackgroundLoad
 from tests.support.topics import create_everywhere
 
 pytestmark = pytest.mark.integration
@@ -52,44 +51,18 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         running.stop()
 
 
-class Load:
-    """Sends numbered batches on a thread; keeps what was acknowledged or left unknown."""
+class Load(BackgroundLoad[bytes]):
+    """Sends numbered batches, a little apart."""
 
     def __init__(self, cluster: LocalCluster) -> None:
-        self.acked: list[bytes] = []
-        self.unknown: list[bytes] = []
-        self.failed: list[str] = []
-        self._producer = Producer(cluster.addresses, timeout_s=30.0)
-        self._thread = threading.Thread(target=self._run, name="load", daemon=True)
+        super().__init__(cluster, CONSUMED_WITHIN_S)
 
-    def start(self) -> Load:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
+    def sends(self) -> Iterator[tuple[list[bytes], Callable[[], object]]]:
         for batch in range(BATCHES):
             bodies = [b"o%d-%d" % (batch, i) for i in range(BATCH_MESSAGES)]
             messages = [OutgoingMessage(b, queue_id=i % QUEUE_COUNT) for i, b in enumerate(bodies)]
-            try:
-                self._producer.send_batch(TOPIC, messages)
-            except UnknownOutcomeError:
-                self.unknown += bodies
-            except RaftlogError as error:
-                self.failed.append(str(error))
-            else:
-                self.acked += bodies
+            yield bodies, functools.partial(self.producer.send_batch, TOPIC, messages)
             time.sleep(0.01)
-
-    def wait_for(self, count: int) -> None:
-        deadline = time.monotonic() + CONSUMED_WITHIN_S
-        while len(self.acked) < count and self._thread.is_alive():
-            assert time.monotonic() < deadline, f"{count} messages not acknowledged in time"
-            time.sleep(0.02)
-
-    def join(self) -> None:
-        self._thread.join(CONSUMED_WITHIN_S)
-        assert not self._thread.is_alive()
-        self._producer.close()
 
 
 class Recorder:

@@ -6,13 +6,14 @@ in order across a leader kill (SIGKILL), with the duplicates counted and bounded
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,9 @@ from raftlog.client import (
     Producer,
     PushConsumer,
     RaftlogError,
-    UnknownOutcomeError,
 )
 from raftlog.testing.local_cluster import LocalCluster
+from tests.support.background_load import BackgroundLoad
 from tests.support.topics import create_everywhere
 
 pytestmark = pytest.mark.integration
@@ -195,42 +196,21 @@ ORDERLY_QUEUES = 4
 PULL_BATCH = 16
 
 
-class KeyedLoad:
-    """Sends ``SEQUENCES`` messages per key by sharding key, in order, on a thread; keeps
-    what was acknowledged or left unknown."""
+class KeyedLoad(BackgroundLoad[tuple[str, int]]):
+    """Sends ``SEQUENCES`` messages per key by sharding key, in order."""
 
     def __init__(self, cluster: LocalCluster, topic: str) -> None:
-        self.acked: set[tuple[str, int]] = set()
-        self.unknown: set[tuple[str, int]] = set()
-        self.failed: list[str] = []
+        super().__init__(cluster, WAIT_S, "keyed-load")
         self._topic = topic
-        self._producer = Producer(cluster.addresses, timeout_s=30.0)
-        self._thread = threading.Thread(target=self._run, name="keyed-load", daemon=True)
-        self._thread.start()
+        self.start()
 
-    def _run(self) -> None:
+    def sends(self) -> Iterator[tuple[list[tuple[str, int]], Callable[[], object]]]:
         for seq in range(SEQUENCES):
             for key in KEYS:
-                try:
-                    self._producer.send(self._topic, f"{key}:{seq}".encode(), sharding_key=key)
-                except UnknownOutcomeError:
-                    self.unknown.add((key, seq))
-                except RaftlogError as error:
-                    self.failed.append(str(error))
-                else:
-                    self.acked.add((key, seq))
+                body = f"{key}:{seq}".encode()
+                send = functools.partial(self.producer.send, self._topic, body, sharding_key=key)
+                yield [(key, seq)], send
             time.sleep(0.005)
-
-    def wait_for(self, count: int) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while len(self.acked) < count and self._thread.is_alive():
-            assert time.monotonic() < deadline, f"{count} sends not acknowledged in time"
-            time.sleep(0.02)
-
-    def join(self) -> None:
-        self._thread.join(WAIT_S)
-        assert not self._thread.is_alive()
-        self._producer.close()
 
 
 class OrderlyReader:
@@ -318,8 +298,8 @@ def test_orderly_consumers_keep_each_keys_order_across_a_leader_kill(
         cluster.kill(killed)
         load.join()
         deadline = time.monotonic() + WAIT_S
-        while not load.acked <= set(deliveries):
-            assert time.monotonic() < deadline, f"{len(load.acked - set(deliveries))} unread"
+        while not set(load.acked) <= set(deliveries):
+            assert time.monotonic() < deadline, f"{len(set(load.acked) - set(deliveries))} unread"
             time.sleep(0.1)
     finally:
         for reader in readers:
@@ -327,8 +307,8 @@ def test_orderly_consumers_keep_each_keys_order_across_a_leader_kill(
         if killed:
             cluster.start_node(killed)
     assert load.failed == []
-    assert set(deliveries) <= load.acked | load.unknown  # nothing made up
-    assert first_deliveries_out_of_order(deliveries, load.acked) == []
+    assert set(deliveries) <= set(load.acked) | set(load.unknown)  # nothing made up
+    assert first_deliveries_out_of_order(deliveries, set(load.acked)) == []
     duplicates = len(deliveries) - len(set(deliveries))
     print(
         f"killed {killed}; {len(load.acked)} acknowledged, {len(load.unknown)} unknown; "
