@@ -93,7 +93,10 @@ def _recover(cluster: LocalCluster, victim: str, body_bytes: int, *, restart: bo
     if restart:
         cluster.restart(victim, wait_timeout_s=RESTART_TIMEOUT_S)
     with Admin(cluster.addresses) as admin:
-        leader = cluster.leader_address()
+        # Asked of the others: a victim just resumed still believes it leads (its old term)
+        # until it hears of the new one, and would name itself.
+        others = [node_id for node_id in cluster.nodes if node_id != victim]
+        leader = cluster.leader_address(node_ids=others)
         if leader is None:
             raise BenchError(f"no leader after the {'kill' if restart else 'pause'}")
         wait_caught_up(admin, topic_name(body_bytes), leader, cluster.nodes[victim].address)

@@ -493,7 +493,7 @@ class LocalCluster:
     def leader_address(
         self, timeout_s: float = 1.0, node_ids: Sequence[str] | None = None
     ) -> str | None:
-        """The leader's address as the nodes report it (the highest term's), or None."""
+        """The leader's address as the first answering node reports it, or None."""
         wanted = node_ids if node_ids is not None else list(self.nodes)
         addresses = [self.nodes[n].address for n in wanted]
         return leader_address(addresses, timeout_s, self.client_tls, self.client_token)

@@ -76,10 +76,7 @@ def leader_address(
     tls: ClientTls | None = None,
     token: str | None = None,
 ) -> str | None:
-    """The leader's address as the answering nodes report it, or None: the report of the
-    highest term wins, since a node resumed after a pause (or cut off) still names the leader
-    of its old term, itself perhaps, until it hears of the new one."""
-    best: tuple[int, str] | None = None
+    """The leader's address as the first answering node reports it, or None."""
     for address in addresses:
         try:
             with (
@@ -89,6 +86,6 @@ def leader_address(
                 status = admin.cluster_status(address=address)
         except RaftlogError:
             continue
-        if status.leader_address and (best is None or status.term > best[0]):
-            best = (status.term, status.leader_address)
-    return None if best is None else best[1]
+        if status.leader_address:
+            return status.leader_address
+    return None

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from raftlog.client import Admin, Consumer, Producer
+from raftlog.client import Consumer, Producer
 from raftlog.testing.local_cluster import LocalCluster
 from tests.integration.test_failover import leader_address
+from tests.support.topics import create_everywhere
 
 TOPIC = "frozen"
 # Issue 17's targets: first acknowledged send <= 1.5 s, commit <= 3 s after the freeze. The
@@ -53,8 +54,9 @@ def _send_until(producer: Producer, stop: threading.Event, acked: list[tuple[flo
 
 
 def test_a_frozen_leader_costs_the_client_a_short_stall(cluster: LocalCluster) -> None:
-    with Admin(cluster.addresses) as admin:
-        admin.create_topic(TOPIC, 2)
+    # Every member first: the consumer may ask a follower, which learns a topic a moment
+    # after the leader answered.
+    create_everywhere(cluster.addresses, TOPIC, 2)
     with (
         Producer(cluster.addresses) as producer,
         Consumer(cluster.addresses, group="g", topic=TOPIC, from_beginning=True) as consumer,
