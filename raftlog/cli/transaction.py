@@ -94,9 +94,15 @@ def _check_end_arguments(args: argparse.Namespace) -> None:
 def _undecided(connection: Connection, args: argparse.Namespace) -> list[tuple[HalfMessage, str]]:
     """The undecided halves (with their msg ids), oldest first, of ``--topic`` and
     ``--group`` when given."""
+    from raftlog.client import Admin
     from raftlog.node.messaging.transaction import HALF_TOPIC, OP_TOPIC, half_of, op_of
     from raftlog.node.messaging.transaction_table import TransactionTable
 
+    # Learn the leader (the connection then asks it first): a follower may not have applied
+    # the latest halves and decisions, and a list just after `produce --transaction` must show
+    # what that command wrote.
+    with Admin(connection, timeout_s=args.timeout_s) as admin:
+        admin.cluster_status()
     table = TransactionTable(0, 0, 0)
     first, ops = _read_topic(connection, OP_TOPIC, args.timeout_s)
     table.skip_ops_to(first)
@@ -125,9 +131,6 @@ def _read_topic(connection: Connection, topic: str, timeout_s: float) -> tuple[i
     from raftlog.client import Admin, Consumer
 
     with Admin(connection, timeout_s=timeout_s) as admin:
-        # Ask the leader: a follower may not have applied the latest halves and decisions, and
-        # a list just after `produce --transaction` must show what that command wrote.
-        admin.cluster_status()
         queue = next(q for q in admin.describe_topic(topic).queues if q.queue_id == 0)
     found: list[Message] = []
     if queue.max_queue_offset <= queue.min_queue_offset:
