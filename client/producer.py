@@ -29,15 +29,14 @@ Rules this module keeps:
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import itertools
-import os
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 from raftlog.client.connection import Connection
@@ -52,7 +51,10 @@ from raftlog.client.errors import (
     UnknownOutcomeError,
 )
 from raftlog.client.messages import Message, OutgoingMessage, SendResult
+from raftlog.client.outgoing_batch import Batch, delay_fields, message_of, one_message
 from raftlog.client.retry import RetryPolicy
+from raftlog.client.send_window import InFlight, SendWindow
+from raftlog.client.submit_queue import SubmitQueue
 from raftlog.client.transaction import (
     DEFAULT_PRODUCER_GROUP,
     CheckStream,
@@ -69,6 +71,14 @@ DEFAULT_MAX_PENDING_BATCHES = 1024
 # Sends queued behind each other are coalesced into one request up to these bounds.
 MAX_COALESCED_MESSAGES = 512
 MAX_COALESCED_BYTES = 1 << 20
+# Requests in flight at once (Kafka's max.in.flight.requests.per.connection, default 5). At
+# most 8: a node remembers the outcomes of a producer's last 8 batches, which a window resent
+# after a failure may ask for, and waits for at most 7 ahead of the next expected one.
+DEFAULT_MAX_IN_FLIGHT_REQUESTS = 5
+MAX_IN_FLIGHT_REQUESTS = 8
+# A request joins others in flight only if some answer came within this long (far below the
+# nodes' 15-minute producer retention, after which a producer is unknown to them).
+PIPELINE_AFTER_ANSWER_S = 10.0
 # The API's SendStatus -> RocketMQ's names (SendResult.send_status).
 _SEND_STATUS_NAMES = {
     client_pb2.SEND_STATUS_OK: "SEND_OK",
@@ -77,158 +87,29 @@ _SEND_STATUS_NAMES = {
 }
 
 
-@dataclass
-class _Batch:
-    """One ProduceRequest waiting to be sent (or resolved). ``sequence`` is 0 until sent.
-    The future holds the list of SendResults, or, for a ``single`` message (``send_async``),
-    its one SendResult: one Future per message, not two chained (a Future is a Condition and
-    a lock; two of them and a callback were a third of ``send_async``'s time)."""
-
-    topic: str
-    messages: list[Any]
-    future: Future[Any]
-    sequence: int = 0
-    uniq_keys: list[str] = field(default_factory=list)
-    single: bool = False
-    # ProduceRequest.delay_level / deliver_at_ms (0: none): only equal delays coalesce.
-    delay: tuple[int, int] = (0, 0)
-    # ProduceRequest.transaction_group ("": an ordinary send): a half message, never coalesced.
-    transaction_group: str = ""
-
-    @classmethod
-    def of(
-        cls,
-        topic: str,
-        messages: list[Any],
-        *,
-        single: bool = False,
-        delay_level: int = 0,
-        deliver_at_ms: int = 0,
-    ) -> _Batch:
-        """A new batch of ProduceMessages."""
-        if not messages:
-            raise ValueError("a batch holds at least one message")
-        uniq_keys = [m.uniq_key for m in messages]
-        delay = _delay(delay_level, deliver_at_ms)
-        return cls(topic, messages, Future(), uniq_keys=uniq_keys, single=single, delay=delay)
-
-    def settle(self, results: list[SendResult]) -> None:
-        self.future.set_result(results[0] if self.single else results)
-
-
-def _delay(delay_level: int, deliver_at_ms: int) -> tuple[int, int]:
-    """A send's delay fields, checked for form (the node checks them against its bounds)."""
-    if delay_level and deliver_at_ms:
-        raise ValueError("set at most one of delay_level and deliver_at_ms")
-    if delay_level < 0 or deliver_at_ms < 0:
-        raise ValueError(f"delay_level {delay_level} / deliver_at_ms {deliver_at_ms} < 0")
-    return delay_level, deliver_at_ms
-
-
-def _properties(properties: Mapping[str, str] | Sequence[tuple[str, str]]) -> list[Any]:
-    pairs = properties.items() if isinstance(properties, Mapping) else properties
-    return [client_pb2.Property(name=name, value=value) for name, value in pairs]
-
-
-class _UniqKeys:
-    """Message unique keys (UNIQ_KEY) without a uuid4 per message, which cost the producer
-    about a sixth of its time: 32 hex digits as RocketMQ's, a random 80-bit prefix per
-    process (drawn again after a fork) and a 48-bit counter."""
-
-    def __init__(self) -> None:
-        self._reset()
-        os.register_at_fork(after_in_child=self._reset)
-
-    def _reset(self) -> None:
-        self._prefix = os.urandom(10).hex().upper()
-        self._counter = itertools.count(int.from_bytes(os.urandom(2), "big") << 24)
-
-    def next(self) -> str:
-        return f"{self._prefix}{next(self._counter) & 0xFFFFFFFFFFFF:012X}"
-
-
-_UNIQ_KEYS = _UniqKeys()
-
-
-def _message_proto(
-    body: bytes,
-    *,
-    keys: Sequence[str] = (),
-    tags: str = "",
-    queue_id: int | None = None,
-    sharding_key: str | None = None,
-    properties: Mapping[str, str] | Sequence[tuple[str, str]] = (),
-    uniq_key: str = "",
-    flag: int = 0,
-    born_timestamp_ms: int = 0,
-) -> Any:
-    """One ProduceMessage, setting only the fields given (each keyword a protobuf call saved:
-    this runs once per message, and was a fifth of ``send_async``'s time)."""
-    if not isinstance(body, bytes):
-        if not isinstance(body, bytearray | memoryview):
-            raise TypeError(f"body must be bytes, not {type(body).__name__}")
-        body = bytes(body)
-    proto = client_pb2.ProduceMessage(body=body, uniq_key=uniq_key or _UNIQ_KEYS.next())
-    if keys:
-        proto.keys.extend(keys)
-    if tags:
-        proto.tags = tags
-    if properties:
-        proto.properties.extend(_properties(properties))
-    if flag:
-        proto.flag = flag
-    if born_timestamp_ms:
-        proto.born_timestamp_ms = born_timestamp_ms
-    if queue_id is not None:
-        if sharding_key is not None:
-            raise ValueError("set at most one of queue_id and sharding_key")
-        proto.queue_id = queue_id
-    elif sharding_key is not None:
-        proto.sharding_key = sharding_key
-    return proto
-
-
-def _one(
-    topic: str,
-    body: bytes,
-    key: str | None,
-    keys: Sequence[str],
-    tags: str,
-    queue_id: int | None,
-    sharding_key: str | None,
-    properties: Mapping[str, str] | Sequence[tuple[str, str]],
-    uniq_key: str,
-    *,
-    single: bool = False,
-    delay: tuple[int, int] = (0, 0),
-) -> _Batch:
-    """The batch of ``send``/``send_async``'s one message (their keyword arguments)."""
-    message = _message_proto(
-        body,
-        keys=([key] if key else []) + list(keys) if key or keys else (),
-        tags=tags,
-        queue_id=queue_id,
-        sharding_key=sharding_key,
-        properties=properties,
-        uniq_key=uniq_key,
+def _merged(members: list[Batch]) -> Batch:
+    """One request for several queued batches of one topic (coalesced)."""
+    return Batch(
+        topic=members[0].topic,
+        messages=[m for member in members for m in member.messages],
+        future=Future(),
+        uniq_keys=[k for member in members for k in member.uniq_keys],
+        delay=members[0].delay,
+        size_bytes=sum(member.size_bytes for member in members),
     )
-    return _Batch.of(topic, [message], single=single, delay_level=delay[0], deliver_at_ms=delay[1])
 
 
-def _to_proto(message: OutgoingMessage | bytes) -> Any:
-    if not isinstance(message, OutgoingMessage):
-        return _message_proto(message)
-    return _message_proto(
-        message.body,
-        keys=message.keys,
-        tags=message.tags,
-        queue_id=message.queue_id,
-        sharding_key=message.sharding_key,
-        properties=message.properties,
-        uniq_key=message.uniq_key,
-        flag=message.flag,
-        born_timestamp_ms=message.born_timestamp_ms,
-    )
+def _settle(members: list[Batch], results: list[SendResult]) -> None:
+    """Hand each member its share of a request's results, in order."""
+    start = 0
+    for member in members:
+        member.settle(results[start : start + len(member.messages)])
+        start += len(member.messages)
+
+
+def _fail(members: list[Batch], error: RaftlogError) -> None:
+    for member in members:
+        member.future.set_exception(error)
 
 
 class Producer:
@@ -239,7 +120,9 @@ class Producer:
     ``producer_id``: the idempotent producer's id (default: a fresh UUID); when you pass an id
     you reuse across process restarts, also pass ``first_sequence`` one past the last
     sequence that id ever sent, or new batches are taken for resends. ``timeout_s``: the
-    total time one batch may take, retries included.
+    total time one batch may take, retries included. ``max_in_flight_requests``: requests
+    sent before the first is answered (1 to 8; an idempotent producer only: a
+    non-idempotent one sends one at a time, as only sequences keep several in order).
 
     Transactions (``send_in_transaction``; docs/messaging.md): ``group`` is the producer
     group (default ``DEFAULT_PRODUCER``: give each application its own); with a
@@ -259,6 +142,7 @@ class Producer:
         attempt_timeout_s: float = 10.0,
         max_attempts: int = 10,
         max_pending_batches: int = DEFAULT_MAX_PENDING_BATCHES,
+        max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS,
         group: str = DEFAULT_PRODUCER_GROUP,
         transaction_checker: Callable[[Message], TransactionState] | None = None,
         transaction_topics: Sequence[str] = (),
@@ -270,6 +154,11 @@ class Producer:
             raise ValueError(f"producer_id is over {MAX_PRODUCER_ID_BYTES} bytes")
         if first_sequence < 1:
             raise ValueError(f"first_sequence is {first_sequence}; it must be at least 1")
+        if not 1 <= max_in_flight_requests <= MAX_IN_FLIGHT_REQUESTS:
+            raise ValueError(
+                f"max_in_flight_requests is {max_in_flight_requests}; it must be 1 to "
+                f"{MAX_IN_FLIGHT_REQUESTS}"
+            )
         self.idempotent = idempotent
         self.timeout_s = timeout_s
         self._owns_connection = not isinstance(addresses, Connection)
@@ -280,16 +169,22 @@ class Producer:
             attempt_timeout_s=min(attempt_timeout_s, timeout_s),
         )
         self._next_sequence = first_sequence
-        # The one batch whose outcome is unknown (at most one: nothing later is sent
-        # while it is unresolved).
-        self._unresolved: _Batch | None = None
-        self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=max_pending_batches)
-        # A queued item taken while coalescing that must go first in the next request.
-        self._carry: _Batch | None = None
+        # Batches whose outcome is unknown, in sequence order: resent before anything new.
+        self._unresolved: list[Batch] = []
+        # Batches put by callers (None: close), and those the sender took but has not sent.
+        self._queue: SubmitQueue[Batch | None] = SubmitQueue(max_pending_batches)
+        self._taken: collections.deque[Batch | None] = collections.deque()
         self._submit_lock = threading.Lock()
         # Held while a batch is being sent (by the sender thread or a direct ``send``).
         self._send_lock = threading.Lock()
         self._closed = False
+        # When the last Produce answer came (monotonic s): see ``_settle_first``.
+        self._answered_at_s = float("-inf")
+        self._window = SendWindow(
+            lambda batch: self._attempt(batch, idempotent=idempotent),
+            max_in_flight_requests if idempotent else 1,
+            f"raftlog-produce-{self.producer_id[:8]}",
+        )
         self._sender = threading.Thread(
             target=self._run, name=f"raftlog-producer-{self.producer_id[:8]}", daemon=True
         )
@@ -337,7 +232,7 @@ class Producer:
         at that time (ms since the epoch, at most the node's timer_max_delay_ms ahead). The
         result then names its place in the schedule topic (SCHEDULE_TOPIC_XXXX)."""
         fields = (key, keys, tags, queue_id, sharding_key, properties, uniq_key)
-        batch = _one(topic, body, *fields, delay=_delay(delay_level, deliver_at_ms))
+        batch = one_message(topic, body, *fields, delay=delay_fields(delay_level, deliver_at_ms))
         results: list[SendResult] = self._send_batch_now(batch)
         return results[0]
 
@@ -345,7 +240,7 @@ class Producer:
         self, topic: str, messages: Sequence[OutgoingMessage | bytes]
     ) -> list[SendResult]:
         """Send a batch (stored atomically: all or none) and wait; results in order."""
-        return self._send_batch_now(_Batch.of(topic, [_to_proto(m) for m in messages]))
+        return self._send_batch_now(Batch.of(topic, [message_of(m) for m in messages]))
 
     def send_in_transaction(
         self,
@@ -369,25 +264,25 @@ class Producer:
         if self._check_stream is not None:
             self._check_stream.add_topic(topic)
         fields = (key, keys, tags, queue_id, sharding_key, properties, uniq_key)
-        batch = _one(topic, body, *fields)
+        batch = one_message(topic, body, *fields)
         batch.transaction_group = self.group
         half = self._send_batch_now(batch)[0]
         message = local_message(topic, batch.messages[0], half)
         return finish(self._ends, message, half, local_transaction)
 
-    def _send_batch_now(self, batch: _Batch) -> list[SendResult]:
+    def _send_batch_now(self, batch: Batch) -> list[SendResult]:
         """Send from this thread when nothing is queued or being sent (the order then holds
         trivially); otherwise queue behind the others and wait."""
         with self._submit_lock:
             if self._closed:
                 raise RaftlogError("the producer is closed")
-            direct = self._queue.unfinished_tasks == 0 and self._send_lock.acquire(blocking=False)
+            direct = self._queue.unfinished() == 0 and self._send_lock.acquire(blocking=False)
             if not direct:
                 self._enqueue(batch)
         if direct:
             try:
                 batch.future.set_running_or_notify_cancel()
-                self._send_one(batch)
+                self._send_group([batch])
             finally:
                 self._send_lock.release()
         results: list[SendResult] = batch.future.result()
@@ -412,7 +307,9 @@ class Producer:
         one producer are stored in the order they were queued. ``delay_level`` and
         ``deliver_at_ms``: as ``send``."""
         fields = (key, keys, tags, queue_id, sharding_key, properties, uniq_key)
-        batch = _one(topic, body, *fields, single=True, delay=_delay(delay_level, deliver_at_ms))
+        batch = one_message(
+            topic, body, *fields, single=True, delay=delay_fields(delay_level, deliver_at_ms)
+        )
         with self._submit_lock:
             if self._closed:
                 raise RaftlogError("the producer is closed")
@@ -424,20 +321,20 @@ class Producer:
         self, topic: str, messages: Sequence[OutgoingMessage | bytes]
     ) -> Future[list[SendResult]]:
         """Queue a batch; the future holds the results in order, or a RaftlogError."""
-        batch = _Batch.of(topic, [_to_proto(m) for m in messages])
+        batch = Batch.of(topic, [message_of(m) for m in messages])
         with self._submit_lock:
             if self._closed:
                 raise RaftlogError("the producer is closed")
             self._enqueue(batch)
         return batch.future
 
-    def _enqueue(self, batch: _Batch) -> None:
+    def _enqueue(self, batch: Batch) -> None:
         """Queue ``batch`` for the sender thread (the caller holds ``_submit_lock``)."""
         try:
-            self._queue.put(batch, timeout=self.timeout_s)
+            self._queue.put(batch, timeout_s=self.timeout_s)
         except queue.Full:
             raise ResourceExhaustedError(
-                f"{self._queue.maxsize} batches are already pending; none freed within "
+                f"{self._queue.max_unfinished} batches are already pending; none freed within "
                 f"{self.timeout_s:.1f} s"
             ) from None
 
@@ -445,49 +342,72 @@ class Producer:
 
     def _run(self) -> None:
         while True:
-            batch = self._carry if self._carry is not None else self._queue.get()
-            self._carry = None
+            if self._window and self._settle_first():
+                with self._send_lock:
+                    self._queue.finished(self._settle_oldest())
+                continue
+            if not self._taken:
+                self._taken.extend(self._queue.take_all())
+            batch = self._taken.popleft()
             if batch is None:
                 break
             with self._send_lock:
-                finished = self._process(batch)
-            for _ in range(finished):
-                self._queue.task_done()
-        # Closing: one last bounded try to settle an unknown outcome, so it is stored once.
+                self._queue.finished(self._process(batch))
+        # Closing: every answer in, then one last bounded try to settle unknown outcomes, so
+        # each is stored once.
         with self._send_lock:
-            if self._unresolved is not None:
-                self._resolve()
+            self._queue.finished(self._settle_all())
+            self._resolve()
+        self._window.close()
 
-    def _process(self, batch: _Batch) -> int:
-        """Send ``batch`` (and what coalesces with it); returns how many queued items it
-        finished (``_carry`` is not one of them: it stays queued work)."""
+    def _settle_first(self) -> bool:
+        """Whether the oldest answer must be taken before anything more is sent: the window
+        is full, or nothing waits to be sent, or no answer came for a while (then the node
+        may have forgotten this producer, and a later batch reaching it first would be taken
+        as the first of an unknown producer: the first request after a quiet spell goes
+        alone)."""
+        if self._window.full() or (not self._taken and self._queue.empty()):
+            return True
+        return time.monotonic() - self._answered_at_s > PIPELINE_AFTER_ANSWER_S
+
+    def _process(self, batch: Batch) -> int:
+        """Send ``batch`` (and what coalesces with it); returns how many queued items are
+        finished now (those in the window finish when their answer is taken)"""
         if not batch.future.set_running_or_notify_cancel():
             return 1  # cancelled before it was sent: nothing to do, no sequence used
         if not batch.messages:
+            finished = self._settle_all()
             batch.future.set_result([])  # a flush marker: everything before it is done
-            return 1
+            return finished + 1
         joined, skipped = self._coalesce(batch)
-        if not joined:
-            self._send_one(batch)
-        else:
-            self._send_coalesced([batch, *joined])
-        return 1 + len(joined) + skipped
+        members = [batch, *joined]
+        queue_items = len(members) + skipped
+        request = members[0] if not joined else _merged(members)
+        if self.idempotent:
+            if self._unresolved and not self._resolve():
+                _fail(members, self._still_unresolved())
+                return queue_items
+            request.sequence = self._next_sequence
+            self._next_sequence += 1
+        self._window.send(request, members, queue_items)
+        return 0
 
-    def _coalesce(self, first: _Batch) -> tuple[list[_Batch], int]:
+    def _coalesce(self, first: Batch) -> tuple[list[Batch], int]:
         """Batches queued right behind ``first`` for the same topic, to go in the same
         request (a producer calling ``send_async`` in a loop gets Kafka-style batching for
         free: one Raft entry and one round trip for many sends). Order is kept: the first
-        batch that cannot join waits in ``_carry`` for the next request. Returns the joined
+        batch that cannot join stays first in ``_taken`` for the next request. Returns the joined
         batches and how many cancelled ones were skipped."""
-        joined: list[_Batch] = []
+        joined: list[Batch] = []
         skipped = 0
         message_count = len(first.messages)
-        size_bytes = sum(len(m.body) for m in first.messages)
+        size_bytes = first.size_bytes
         while message_count < MAX_COALESCED_MESSAGES and size_bytes < MAX_COALESCED_BYTES:
-            try:
-                candidate = self._queue.get_nowait()
-            except queue.Empty:
-                break
+            if not self._taken:
+                self._taken.extend(self._queue.take_all(block=False))
+                if not self._taken:
+                    break
+            candidate = self._taken[0]
             if (
                 candidate is None
                 or not candidate.messages
@@ -497,100 +417,157 @@ class Producer:
                 or first.transaction_group
                 or message_count + len(candidate.messages) > MAX_COALESCED_MESSAGES
             ):
-                self._carry = candidate
                 break
+            self._taken.popleft()
             if not candidate.future.set_running_or_notify_cancel():
                 skipped += 1
                 continue
             joined.append(candidate)
             message_count += len(candidate.messages)
-            size_bytes += sum(len(m.body) for m in candidate.messages)
+            size_bytes += candidate.size_bytes
         return joined, skipped
 
-    def _send_one(self, batch: _Batch) -> None:
-        try:
-            batch.settle(self._deliver(batch))
-        except RaftlogError as error:
-            batch.future.set_exception(error)
-        except Exception as error:  # a bug must fail the future, not kill the thread
-            batch.future.set_exception(RaftlogError(f"internal client error: {error!r}"))
+    # -- answers, in order ---------------------------------------------------------------
 
-    def _send_coalesced(self, members: list[_Batch]) -> None:
-        """One request for every member; results are handed back per member. A request
-        refused for its content (one member's bad message) wrote nothing: each member is
-        then sent alone, so only the bad one fails."""
-        merged = _Batch(
-            topic=members[0].topic,
-            messages=[m for member in members for m in member.messages],
-            future=Future(),
-            uniq_keys=[k for member in members for k in member.uniq_keys],
-            delay=members[0].delay,
-        )
+    def _settle_oldest(self) -> int:
+        """Take the oldest answer; returns the queue items finished. A failed request ends
+        the window: every later answer is awaited and everything is settled in order."""
+        entry = self._window.oldest()
+        if entry.error is None:
+            _settle(entry.members, entry.results)
+            return entry.queue_items
+        entries = [entry, *self._window.drain()]
+        if self.idempotent:
+            self._recover(entries)
+        else:
+            self._refused(entry, entry.error)  # a window of one: nothing after it
+        return sum(e.queue_items for e in entries)
+
+    def _settle_all(self) -> int:
+        finished = 0
+        while self._window:
+            finished += self._settle_oldest()
+        return finished
+
+    def _recover(self, entries: list[InFlight]) -> None:
+        """Settle a window whose oldest request failed. The node stores a producer's
+        sequences in order, so: a request answered as stored means every earlier one is
+        stored; a request whose outcome is unknown may be stored under its number (it is
+        resent with it, and the node answers a duplicate from its first copy); and from the
+        first request known not stored on, none is, so those are sent again as new
+        batches with new numbers (never one of the old numbers: another batch may hold it)."""
+        last_stored = max((i for i, e in enumerate(entries) if e.error is None), default=-1)
+        self._next_sequence = entries[0].request.sequence
+        for i, entry in enumerate(entries):
+            error = entry.error
+            if error is None:
+                self._next_sequence = entry.request.sequence + 1
+                _settle(entry.members, entry.results)
+                continue
+            if (i < last_stored or isinstance(error, UnknownOutcomeError)) and self._resend(
+                entry, error
+            ):
+                continue
+            self._next_sequence = entry.request.sequence
+            for rest in entries[i:]:
+                later_error = rest.error
+                if later_error is None:  # cannot happen (numbers are stored in order)
+                    _settle(rest.members, rest.results)
+                else:
+                    self._refused(rest, later_error)
+            return
+
+    def _resend(self, entry: InFlight, error: RaftlogError) -> bool:
+        """Resend a request that may be stored, with its number; False when it turns out
+        not stored (it, and everything after it, is then sent anew)."""
+        self._next_sequence = entry.request.sequence + 1
+        if self._unresolved and not self._resolve():
+            self._unresolved.append(entry.request)
+            _fail(entry.members, error)
+            return True
         try:
-            results = self._deliver(merged)
-        except (InvalidArgumentError, NotFoundError):
-            for member in members:
-                self._send_one(member)
-            return
+            results = self._attempt(entry.request, idempotent=True)
+        except (SequenceGapError, InvalidArgumentError, NotFoundError):
+            return False
+        except SequenceForgottenError as forgotten:
+            _fail(entry.members, forgotten)  # stored exactly once
+        except RaftlogError as failure:
+            self._unresolved.append(entry.request)
+            _fail(entry.members, failure)
+        else:
+            _settle(entry.members, results)
+        return True
+
+    def _refused(self, entry: InFlight, error: RaftlogError) -> None:
+        """A request known not stored: a gap or an unknown outcome behind an unstored one,
+        or a refusal of its content, is sent again on this thread as new batches (a refused
+        coalesced request member by member, so only a bad member fails); any other refusal
+        (no leader within the timeout, a full disk) is its answer."""
+        if self.idempotent and isinstance(error, SequenceGapError | UnknownOutcomeError):
+            self._send_group(entry.members)
+        elif isinstance(error, InvalidArgumentError | NotFoundError) and len(entry.members) > 1:
+            for member in entry.members:
+                self._send_group([member])
+        else:
+            _fail(entry.members, error)
+
+    def _send_group(self, members: list[Batch]) -> None:
+        """Send ``members`` as one new request from this thread and settle them."""
+        try:
+            _settle(members, self._deliver(members[0] if len(members) == 1 else _merged(members)))
         except RaftlogError as error:
-            for member in members:
-                member.future.set_exception(error)
-            return
+            _fail(members, error)
         except Exception as error:  # a bug must fail the futures, not kill the thread
-            for member in members:
-                member.future.set_exception(RaftlogError(f"internal client error: {error!r}"))
-            return
-        start = 0
-        for member in members:
-            member.settle(results[start : start + len(member.messages)])
-            start += len(member.messages)
+            _fail(members, RaftlogError(f"internal client error: {error!r}"))
 
-    def _deliver(self, batch: _Batch) -> list[SendResult]:
+    def _deliver(self, batch: Batch) -> list[SendResult]:
         """Send a new batch (idempotent: after settling any unresolved one)."""
         if not self.idempotent:
             return self._attempt(batch, idempotent=False)
-        if self._unresolved is not None and not self._resolve():
-            raise UnavailableError(
-                f"not sent: batch {self._unresolved.sequence} of this producer still has an "
-                "unknown outcome and could not be resent; retry later"
-            )
+        if self._unresolved and not self._resolve():
+            raise self._still_unresolved()
         batch.sequence = self._next_sequence
         self._next_sequence += 1
         try:
             return self._attempt(batch, idempotent=True)
-        except SequenceGapError:
-            # Nothing was written; without an earlier unresolved batch to resend, the server
-            # lost track of this producer: give the number back and report it.
-            self._next_sequence = batch.sequence
-            raise
         except UnknownOutcomeError:
-            self._unresolved = batch
+            self._unresolved.append(batch)
             raise
         except SequenceForgottenError:
             raise  # stored exactly once: the sequence is used
         except RaftlogError:
-            # Refused with nothing written: the sequence was not used, give it back.
+            # Refused with nothing written (a gap without an earlier unresolved batch: the
+            # node lost track of this producer): the sequence was not used, give it back.
             self._next_sequence = batch.sequence
             raise
 
     def _resolve(self) -> bool:
-        """Resend the unresolved batch with its sequence; True once it is settled."""
-        batch = self._unresolved
-        if batch is None:
-            return True
-        try:
-            self._attempt(batch, idempotent=True)
-        except SequenceForgottenError:
-            pass  # stored exactly once
-        except (InvalidArgumentError, NotFoundError):
-            # The same request is refused outright: it was never stored; free its number.
-            self._next_sequence = batch.sequence
-        except RaftlogError:
-            return False
-        self._unresolved = None
+        """Resend the unresolved batches in order, each with its sequence; True once all
+        are settled."""
+        while self._unresolved:
+            batch = self._unresolved[0]
+            try:
+                self._attempt(batch, idempotent=True)
+            except SequenceForgottenError:
+                pass  # stored exactly once
+            except (InvalidArgumentError, NotFoundError, SequenceGapError):
+                # Refused outright: never stored, nor (numbers are stored in order) any
+                # unresolved batch after it; free their numbers.
+                self._next_sequence = batch.sequence
+                self._unresolved.clear()
+                return True
+            except RaftlogError:
+                return False
+            self._unresolved.pop(0)
         return True
 
-    def _attempt(self, batch: _Batch, *, idempotent: bool) -> list[SendResult]:
+    def _still_unresolved(self) -> UnavailableError:
+        return UnavailableError(
+            f"not sent: batch {self._unresolved[0].sequence} of this producer still has an "
+            "unknown outcome and could not be resent; retry later"
+        )
+
+    def _attempt(self, batch: Batch, *, idempotent: bool) -> list[SendResult]:
         """One retried Produce of ``batch`` under the policy."""
         request = client_pb2.ProduceRequest(
             topic=batch.topic,
@@ -613,6 +590,7 @@ class Producer:
             )
 
         response = self._policy.run(produce, idempotent=idempotent)
+        self._answered_at_s = time.monotonic()
         send_status = _SEND_STATUS_NAMES.get(response.send_status, "SEND_OK")
         return [
             SendResult(
@@ -639,10 +617,10 @@ class Producer:
         done = threading.Event()
         marker.add_done_callback(lambda _: done.set())
         with self._submit_lock:
-            pending = self._queue.qsize() + 1
+            pending = self._queue.unfinished() + 1
         bound_s = timeout_s if timeout_s is not None else self.timeout_s * pending
         # An empty marker batch is not sent; it is answered when the sender reaches it.
-        self._queue.put(_Batch(topic="", messages=[], future=marker), timeout=bound_s)
+        self._queue.put(Batch(topic="", messages=[], future=marker), timeout_s=bound_s)
         done.wait(bound_s)
 
     def close(self, timeout_s: float | None = None) -> None:
@@ -652,11 +630,11 @@ class Producer:
             if self._closed:
                 return
             self._closed = True
-            pending = self._queue.qsize() + 2
+            pending = self._queue.unfinished() + 2
         bound_s = timeout_s if timeout_s is not None else self.timeout_s * pending
         # A full queue after the bound: the sender is stuck; join below is bounded anyway.
         with contextlib.suppress(queue.Full):
-            self._queue.put(None, timeout=bound_s)
+            self._queue.put(None, timeout_s=bound_s)
         self._sender.join(bound_s)
         if self._check_stream is not None:
             self._check_stream.close()

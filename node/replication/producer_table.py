@@ -10,9 +10,13 @@ Rules this module keeps (the ProduceRequest.sequence contract in client.proto):
 - ``sequence == last + 1`` (or an unknown producer): store it.
 - ``sequence <= last``: a duplicate; answered from the remembered entry if it is one of the
   last ``REMEMBERED_BATCHES`` of that producer, else "forgotten" (stored once, offsets lost).
-- ``sequence > last + 1``: a gap; nothing is written.
+- ``sequence > last + 1``: a gap; nothing is written. Up to ``MAX_SEQUENCES_AHEAD`` past the
+  next expected number it is ``early`` instead: a producer with several requests in flight may
+  reach the leader out of order, and the leader holds such a batch briefly for its
+  predecessors (proposals.py) before it calls it a gap.
 - The leader also counts sequences proposed but not yet applied (``pending``), so several
-  batches of one producer may be in flight in order; pending state is dropped with leadership.
+  batches of one producer may be in flight in order; pending state is dropped with leadership
+  (``restore_pending`` puts back what a refused proposal batch had counted).
 - Producers idle for longer than ``retention_ms`` are forgotten (bounded memory). Time is the
   markers' store timestamps (stamped by the leader, in the log), so every replica forgets the
   same producers at the same point of the log. A forgotten producer is unknown: its next batch
@@ -25,6 +29,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 REMEMBERED_BATCHES = 8
+# How far past the next expected sequence a batch is "early" rather than a gap: a client's
+# in-flight window (it must not exceed REMEMBERED_BATCHES, or a resent window could ask for
+# outcomes no longer remembered).
+MAX_SEQUENCES_AHEAD = REMEMBERED_BATCHES - 1
 _EXPIRY_SWEEP_INTERVAL_MS = 1000
 
 
@@ -40,7 +48,8 @@ class _Producer:
 class Verdict:
     """What to do with a batch: ``store``, or ``duplicate`` (answer from ``entry``, or
     forgotten when ``entry`` is None and ``pending`` is False), or ``wait`` for the pending
-    proposal of the same sequence, or ``gap``."""
+    proposal of the same sequence, or ``early`` (its predecessors may still arrive), or
+    ``gap``."""
 
     action: str
     entry: tuple[int, int] | None = None
@@ -62,8 +71,10 @@ class ProducerTable:
         pending = self._pending.get(producer_id, last)
         if sequence == pending + 1:
             return Verdict("store")
-        if sequence > pending + 1:
+        if sequence > pending + 1 + MAX_SEQUENCES_AHEAD:
             return Verdict("gap")
+        if sequence > pending + 1:
+            return Verdict("early")
         if sequence > last:
             return Verdict("wait")
         entry = producer.batches.get(sequence) if producer is not None else None
@@ -71,6 +82,18 @@ class ProducerTable:
 
     def propose(self, producer_id: str, sequence: int) -> None:
         self._pending[producer_id] = sequence
+
+    def pending(self, producer_id: str) -> int | None:
+        """The producer's last proposed, unapplied sequence (None: none pending)."""
+        return self._pending.get(producer_id)
+
+    def restore_pending(self, saved: dict[str, int | None]) -> None:
+        """Put back each producer's pending sequence as ``pending`` returned it."""
+        for producer_id, sequence in saved.items():
+            if sequence is None:
+                self._pending.pop(producer_id, None)
+            else:
+                self._pending[producer_id] = sequence
 
     def drop_pending(self) -> None:
         """Leadership lost (or proposals dropped): forget what was proposed, not applied."""

@@ -20,7 +20,13 @@ Rules this module keeps:
   with its outcome when the entry there is its own, else "unknown outcome" (replaced).
 - An idempotent batch carries a ProduceMarker record first; a duplicate is answered with the
   original's outcome (read back from the log), a gap with SequenceGapError, and a duplicate of
-  a batch still in flight waits for it.
+  a batch still in flight waits for it. A producer's sequence counts as pending from the
+  moment it is admitted, so several of its batches in one turn are admitted in order.
+- An "early" batch (its producer's predecessors not admitted yet: a client with several
+  requests in flight, each encoded on its own gRPC thread, may reach the loop out of order)
+  waits unproposed in ``early`` until its predecessor is admitted (then it goes right after
+  it) or ``EARLY_WAIT_MS`` pass (then it is a gap, nothing written). At most
+  ``MAX_EARLY_PROPOSALS`` wait; beyond that an early batch is a gap at once.
 - The store time comes from the caller (``now_ms``): the Raft loop passes the wall clock, the
   simulation its simulated clock.
 """
@@ -54,6 +60,11 @@ from raftlog.store.errors import DiskFullError
 from raftlog.store.message_id import encode_message_id
 from raftlog.store.message_store import BlockEntry, MessageStore, PutResult
 from raftlog.store.record import decode_record
+
+# How long an early idempotent batch waits for its predecessors before it is a gap.
+EARLY_WAIT_MS = 500
+# Bounds the gRPC threads early batches may hold (a client cannot pin more than this).
+MAX_EARLY_PROPOSALS = 256
 
 
 @dataclass(slots=True)
@@ -99,6 +110,8 @@ class Proposals:
         self.deferred: list[Proposal] = []
         self._inflight: dict[int, Proposal] = {}
         self._waiting_by_sequence: dict[tuple[str, int], Proposal] = {}
+        # (producer id, sequence) -> the early batch and when it stops waiting (ms).
+        self.early: dict[tuple[str, int], tuple[Proposal, int]] = {}
 
     # ------------------------------------------------------------------ proposing
 
@@ -106,10 +119,13 @@ class Proposals:
         self, write_ready: bool, now_ms: int, disk_full: DiskFullError | None = None
     ) -> None:
         """Propose every queued write as one batch (see the module docstring). ``disk_full``:
-        this leader's last Ready could not write its entries; the writes are refused."""
+        this leader's last Ready could not write its entries; the writes are refused. Also
+        ends the wait of early batches whose time is up (call it while ``early`` is not
+        empty, even with nothing queued)."""
         queued, self.queued = self.queued, []
         if self._node.role is not Role.LEADER:
             self.fail_unproposed(queued)
+            self._fail_early(self._not_leader())
             return
         if disk_full is not None:
             refusal = DiskFullError(
@@ -118,60 +134,87 @@ class Proposals:
             for proposal in queued:
                 if proposal.future.set_running_or_notify_cancel():
                     proposal.future.set_exception(refusal)
+            self._fail_early(refusal)
             return
         if not write_ready:
             self.deferred.extend(queued)
             return
         batch: list[Proposal] = []
+        saved_pending: dict[str, int | None] = {}
         for proposal in queued:
             if not proposal.future.set_running_or_notify_cancel():
                 continue  # the caller gave up before it was proposed
             if proposal.required_term and proposal.required_term != self._node.term:
                 proposal.future.set_exception(self._not_leader())
                 continue
-            if proposal.producer_id and not self._admit_sequence(proposal):
+            if proposal.producer_id and not self._admit_sequence(proposal, now_ms):
                 continue
+            self._add(proposal, batch, saved_pending, now_ms)
+        self._expire_early(now_ms)
+        if batch:
+            self._propose(batch, saved_pending)
+
+    def _add(
+        self,
+        proposal: Proposal,
+        batch: list[Proposal],
+        saved_pending: dict[str, int | None],
+        now_ms: int,
+    ) -> None:
+        """Stamp an admitted write into ``batch``; an idempotent one's sequence is pending
+        from now on, and the early batch that follows it (if one waits) comes right after."""
+        while True:
+            producer_id = proposal.producer_id
+            if producer_id:
+                if producer_id not in saved_pending:
+                    saved_pending[producer_id] = self._producers.pending(producer_id)
+                self._producers.propose(producer_id, proposal.sequence)
+                self._waiting_by_sequence[(producer_id, proposal.sequence)] = proposal
             self._stamp(proposal, now_ms)
             batch.append(proposal)
-        if batch:
-            self._propose(batch)
+            successor = self.early.pop((producer_id, proposal.sequence + 1), None)
+            if not producer_id or successor is None:
+                return
+            proposal = successor[0]
 
     def release_deferred(self) -> None:
         """The leader became write-ready: what waited goes first."""
         self.queued = self.deferred + self.queued
         self.deferred = []
 
-    def _propose(self, batch: list[Proposal]) -> None:
+    def _propose(self, batch: list[Proposal], saved_pending: dict[str, int | None]) -> None:
         try:
             last_index = self._node.propose_batch([bytes(p.block) for p in batch])
         except ProposalDroppedError as error:
             self._raft_log.cancel_plans()
             self._store.reload_next_queue_offsets()
+            self._producers.restore_pending(saved_pending)
+            refusal = OverloadedError(f"write refused: {error}")
             for proposal in batch:
-                proposal.future.set_exception(OverloadedError(f"write refused: {error}"))
+                if proposal.producer_id:
+                    self._waiting_by_sequence.pop((proposal.producer_id, proposal.sequence), None)
+                _resolve(proposal, None, refusal)
             return
         term = self._node.term
         for index, proposal in enumerate(batch, last_index - len(batch) + 1):
             proposal.index, proposal.term = index, term
             self._inflight[index] = proposal
-            if proposal.producer_id:
-                self._producers.propose(proposal.producer_id, proposal.sequence)
-                self._waiting_by_sequence[(proposal.producer_id, proposal.sequence)] = proposal
 
-    def _admit_sequence(self, proposal: Proposal) -> bool:
-        """Idempotent producer: True when the batch is to be stored; otherwise the proposal's
-        future is answered here (duplicate, gap, or chained to the in-flight original)."""
+    def _admit_sequence(self, proposal: Proposal, now_ms: int) -> bool:
+        """Idempotent producer: True when the batch is to be stored now; otherwise the
+        proposal's future is answered here (duplicate, gap, or chained to the in-flight
+        original), or it waits in ``early``."""
         key = (proposal.producer_id, proposal.sequence)
         verdict = self._producers.check(*key)
         if verdict.action == "store":
             return True
-        if verdict.action == "gap":
-            proposal.future.set_exception(
-                SequenceGapError(
-                    f"sequence {proposal.sequence} of producer {proposal.producer_id!r} skips "
-                    "a number; resend the missing batches first, in order"
-                )
-            )
+        if verdict.action == "early" and len(self.early) < MAX_EARLY_PROPOSALS:
+            replaced = self.early.pop(key, None)
+            if replaced is not None:  # a resend of a batch already waiting: the newer waits
+                replaced[0].future.set_exception(_gap(*key))
+            self.early[key] = (proposal, now_ms + EARLY_WAIT_MS)
+        elif verdict.action in ("gap", "early"):
+            proposal.future.set_exception(_gap(*key))
         elif verdict.action == "wait" and key in self._waiting_by_sequence:
             self._waiting_by_sequence[key].followers.append(proposal)
         elif verdict.entry is not None:
@@ -184,6 +227,17 @@ class Proposals:
                 )
             )
         return False
+
+    def _expire_early(self, now_ms: int) -> None:
+        """Early batches whose predecessors did not come in time: gaps, nothing written."""
+        for key in [k for k, (_, until_ms) in self.early.items() if until_ms <= now_ms]:
+            proposal, _ = self.early.pop(key)
+            proposal.future.set_exception(_gap(*key))
+
+    def _fail_early(self, error: Exception) -> None:
+        early, self.early = self.early, {}
+        for proposal, _ in early.values():
+            proposal.future.set_exception(error)
 
     def _stamp(self, proposal: Proposal, now_ms: int) -> None:
         block = proposal.block
@@ -211,6 +265,7 @@ class Proposals:
         self._raft_log.cancel_plans()
         self.fail_unproposed(self.deferred)
         self.deferred = []
+        self._fail_early(self._not_leader())
 
     def fail_unproposed(self, proposals: Sequence[Proposal]) -> None:
         error = self._not_leader()
@@ -223,6 +278,7 @@ class Proposals:
         for proposal in self.queued + self.deferred:
             if proposal.future.set_running_or_notify_cancel():
                 proposal.future.set_exception(error)
+        self._fail_early(error)
         for proposal in self._inflight.values():
             _resolve(proposal, None, UnknownOutcomeError(str(error)))
         self.queued, self.deferred, self._inflight = [], [], {}
@@ -272,6 +328,13 @@ class Proposals:
             store_timestamp_ms = record.store_timestamp_ms
             position += size
         return ProduceOutcome(results, queue_ids, store_timestamp_ms, True, index, term)
+
+
+def _gap(producer_id: str, sequence: int) -> SequenceGapError:
+    return SequenceGapError(
+        f"sequence {sequence} of producer {producer_id!r} skips a number; resend the missing "
+        "batches first, in order"
+    )
 
 
 def _outcome(proposal: Proposal) -> object:

@@ -354,7 +354,7 @@ class Replica:
                         # than firing them back to back, which would expire timeouts at once.
                         next_tick = now + tick_s
                 self.ready.drain()
-                if self.proposals.queued:
+                if self.proposals.queued or self.proposals.early:
                     self.proposals.propose_queued(
                         self.write_ready, int(time.time() * 1000), self.ready.disk_full
                     )

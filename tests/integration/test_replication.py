@@ -5,6 +5,7 @@ leadership change."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import time
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ import grpc
 import pytest
 
 from raftlog.node.process import Node
+from raftlog.node.replication.producer_table import MAX_SEQUENCES_AHEAD
+from raftlog.node.replication.proposals import EARLY_WAIT_MS
 from raftlog.proto import client_pb2
 from tests.support.inprocess_cluster import InProcessCluster, running_cluster
 
@@ -166,6 +169,44 @@ def test_idempotent_producer_stores_a_retried_batch_once_across_a_leader_change(
     assert [r.queue_offset for r in following.results] == [2]
     wait_applied(cluster, following.raft_index)
     assert pull_all(cluster, leader) == [(0, b"a"), (1, b"b"), (2, b"c")]
+
+
+def test_an_idempotent_batch_ahead_of_its_predecessor_waits_for_it(
+    cluster: InProcessCluster,
+) -> None:
+    """A producer with several requests in flight: sequence 2 reaching the leader before 1
+    waits for it and is stored after it, not refused as a gap."""
+    leader = cluster.leader()
+    produce(cluster, leader, [b"a"], producer_id="p2", sequence=1)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        ahead = pool.submit(produce, cluster, leader, [b"c"], producer_id="p2", sequence=3)
+        time.sleep(0.1)  # sequence 3 now waits at the leader
+        behind = produce(cluster, leader, [b"b"], producer_id="p2", sequence=2)
+        stored = ahead.result(timeout=10)
+    assert not behind.duplicate and not stored.duplicate
+    assert [r.queue_offset for r in behind.results] == [1]
+    assert [r.queue_offset for r in stored.results] == [2]
+    wait_applied(cluster, stored.raft_index)
+    assert pull_all(cluster, leader) == [(0, b"a"), (1, b"b"), (2, b"c")]
+
+
+def test_an_early_batch_whose_predecessor_never_comes_is_a_gap(cluster: InProcessCluster) -> None:
+    leader = cluster.leader()
+    term = cluster.nodes[leader].replica.node.term
+    produce(cluster, leader, [b"a"], producer_id="p3", sequence=1)
+    began = time.monotonic()
+    with pytest.raises(grpc.RpcError) as gap:
+        produce(cluster, leader, [b"c"], producer_id="p3", sequence=3)
+    waited_s = time.monotonic() - began
+    assert gap.value.code() is grpc.StatusCode.OUT_OF_RANGE
+    assert EARLY_WAIT_MS / 1000 * 0.9 <= waited_s < 5.0
+    following = produce(cluster, leader, [b"b"], producer_id="p3", sequence=2)
+    wait_applied(cluster, following.raft_index)
+    assert pull_all(cluster, leader) == [(0, b"a"), (1, b"b")]
+    with pytest.raises(grpc.RpcError) as far:
+        produce(cluster, leader, [b"z"], producer_id="p3", sequence=2 + MAX_SEQUENCES_AHEAD + 2)
+    assert far.value.code() is grpc.StatusCode.OUT_OF_RANGE
+    assert cluster.nodes[leader].replica.node.term == term
 
 
 def test_consumer_offsets_survive_a_leader_change(cluster: InProcessCluster) -> None:

@@ -35,12 +35,18 @@ class ProduceState:
     stored: list[tuple[str, int, bytes]] = field(default_factory=list)  # (producer, seq, body)
     last_sequence: dict[str, int] = field(default_factory=dict)
     results: dict[tuple[str, int], Any] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    # As a node: a batch a few numbers ahead waits this long for its predecessors.
+    early_wait_s: float = 0.5
 
     def produce(self, request: Any) -> tuple[Any, str]:
         """The response and "" or the status the sequence rules give."""
         with self.lock:
             producer, seq = request.producer_id, request.sequence
+            if producer and producer in self.last_sequence:
+                self.lock.wait_for(
+                    lambda: seq <= self.last_sequence[producer] + 1, timeout=self.early_wait_s
+                )
             last = self.last_sequence.get(producer, 0)
             if producer and seq <= last:
                 previous = self.results.get((producer, seq))
@@ -62,6 +68,7 @@ class ProduceState:
             if producer:
                 self.last_sequence[producer] = seq
                 self.results[(producer, seq)] = response
+                self.lock.notify_all()
             return response, ""
 
 

@@ -272,8 +272,10 @@ def test_delays_travel_with_their_batch_and_never_coalesce(server: FakeServer) -
     seen: list[tuple[int, int, int]] = []
 
     def produce(request: Any, context: Any) -> Any:
+        response, code = server.produce_state.produce(request)
+        if code:
+            context.abort(getattr(grpc.StatusCode, code), code.lower())
         seen.append((request.delay_level, request.deliver_at_ms, len(request.messages)))
-        response, _ = server.produce_state.produce(request)
         return response
 
     server.hooks["Produce"] = produce
