@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raftlog.client.messages import OutgoingMessage, SendResult
+from raftlog.client.send_future import SendFuture
 from raftlog.proto import client_pb2
 
 
@@ -63,7 +64,7 @@ class Batch:
         return cls(
             topic,
             messages,
-            Future(),
+            SendFuture(),
             uniq_keys=uniq_keys,
             single=single,
             delay=delay,

@@ -1,24 +1,31 @@
 """The producer: sends messages to the leader, optionally idempotent, in order.
 
 Rules this module keeps:
-- Batches are sent one at a time, in the order they were submitted, so an idempotent
-  producer's batches reach the server in sequence order, as ProduceRequest.sequence requires.
-  ``send_async`` queues to one sender thread. A synchronous ``send``/``send_batch`` with
-  nothing queued or in flight sends from the caller's thread instead (under the same send
-  lock, so the order holds): two thread hand-offs fewer per message.
+- Batches are sent in the order they were submitted. An idempotent producer keeps up to
+  ``max_in_flight_requests`` requests in flight (client/send_window.py), numbered in that
+  order; the node stores a producer's numbers strictly in order (holding one that overtook
+  its predecessor briefly), so order holds with several in flight. The first request after
+  a quiet spell (no answer for ``PIPELINE_AFTER_ANSWER_S``) goes alone: a node takes any
+  number as the first of a producer it does not know. A non-idempotent producer sends one
+  request at a time. ``send_async`` queues to one sender thread. A synchronous
+  ``send``/``send_batch`` with nothing queued or in flight sends from the caller's thread
+  instead (under the same send lock, so the order holds): two thread hand-offs fewer.
 - Idempotent producer (the default): a batch gets the next sequence number when it is first
   sent, and keeps it across every retry (same producer_id + sequence), so retrying an unknown
   outcome stores it at most once. A batch refused with "nothing written" gives its number
   back. A batch whose outcome stayed unknown after all retries is reported to its caller as
   UnknownOutcomeError, and it is resent (same sequence) before any later batch, so it ends up
   stored exactly once and later batches never leave a gap; while it cannot be resolved, later
-  batches fail with UnavailableError without being sent. OUT_OF_RANGE (a gap) is answered by
-  resending the unresolved batch first, then the refused one.
+  batches fail with UnavailableError without being sent.
+- A failed request in the window ends it (``_recover``): every later answer is awaited and
+  the window is settled in order. What may be stored is resent with its number (answered as
+  a duplicate if it was); from the first request known not stored on, the rest are sent
+  anew with new numbers, never reusing an old one.
 - A non-idempotent producer (``idempotent=False``) never retries an unknown outcome: it is
   surfaced as UnknownOutcomeError (the batch may be stored once, or not at all).
-- Each message without a ``uniq_key`` gets a fresh UUID, so it can be found by key later.
-- Pending batches are bounded (``max_pending_batches``); ``send_async`` blocks up to
-  ``timeout_s`` for room, then raises ResourceExhaustedError.
+- Each message without a ``uniq_key`` gets a fresh unique key, so it can be found by key.
+- Pending batches (queued or in flight) are bounded (``max_pending_batches``);
+  ``send_async`` blocks up to ``timeout_s`` for room, then raises ResourceExhaustedError.
 - Transactional sends (``send_in_transaction``, client/transaction.py) go through the same
   ordered, idempotent path as a batch of one, never coalesced with another.
 - Batches of one topic queued behind each other are coalesced into one request (at most
@@ -184,6 +191,7 @@ class Producer:
             lambda batch: self._attempt(batch, idempotent=idempotent),
             max_in_flight_requests if idempotent else 1,
             f"raftlog-produce-{self.producer_id[:8]}",
+            self._queue.wake,
         )
         self._sender = threading.Thread(
             target=self._run, name=f"raftlog-producer-{self.producer_id[:8]}", daemon=True
@@ -347,7 +355,10 @@ class Producer:
                     self._queue.finished(self._settle_oldest())
                 continue
             if not self._taken:
+                # Returns empty when an answer arrived first (the window's wake).
                 self._taken.extend(self._queue.take_all())
+                if not self._taken:
+                    continue
             batch = self._taken.popleft()
             if batch is None:
                 break
@@ -361,12 +372,12 @@ class Producer:
         self._window.close()
 
     def _settle_first(self) -> bool:
-        """Whether the oldest answer must be taken before anything more is sent: the window
-        is full, or nothing waits to be sent, or no answer came for a while (then the node
-        may have forgotten this producer, and a later batch reaching it first would be taken
-        as the first of an unknown producer: the first request after a quiet spell goes
-        alone)."""
-        if self._window.full() or (not self._taken and self._queue.empty()):
+        """Whether the oldest answer must be taken (waiting for it if need be) before
+        anything more is sent: the window is full, or the answer is in, or no answer came
+        for a while (then the node may have forgotten this producer, and a later batch
+        reaching it first would be taken as the first of an unknown producer: the first
+        request after a quiet spell goes alone)."""
+        if self._window.full() or self._window.oldest_answered():
             return True
         return time.monotonic() - self._answered_at_s > PIPELINE_AFTER_ANSWER_S
 

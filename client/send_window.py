@@ -11,6 +11,8 @@ Rules this module keeps:
   holds it until ``oldest`` hands it back answered. Answers are handed back strictly in send
   order, whatever order they arrived in: what to do with a failure depends on what went
   before it (the producer decides, client/producer.py).
+- ``on_answer`` is called (on a worker thread) as each answer arrives, so the producer's
+  sender can wait for new batches and answers at once.
 - ``send`` is never called on a full window; every wait is bounded by the attempt's own
   retry policy (its total timeout), so ``oldest`` and ``drain`` end.
 - The worker threads are daemons and end with ``close``.
@@ -57,11 +59,18 @@ class InFlight:
 class SendWindow:
     """At most ``size`` requests of one producer in flight, answered in order."""
 
-    def __init__(self, attempt: Callable[[Batch], list[SendResult]], size: int, name: str) -> None:
+    def __init__(
+        self,
+        attempt: Callable[[Batch], list[SendResult]],
+        size: int,
+        name: str,
+        on_answer: Callable[[], None],
+    ) -> None:
         if size < 1:
             raise ValueError(f"the window holds at least one request, not {size}")
         self.size = size
         self._attempt = attempt
+        self._on_answer = on_answer
         self._entries: collections.deque[InFlight] = collections.deque()
         self._workers = ThreadPoolExecutor(max_workers=size, thread_name_prefix=name)
 
@@ -77,6 +86,10 @@ class SendWindow:
             raise RuntimeError("send on a full window")
         answer: Future[Any] = self._workers.submit(self._attempt, request)
         self._entries.append(InFlight(request, members, queue_items, answer))
+        answer.add_done_callback(lambda _: self._on_answer())
+
+    def oldest_answered(self) -> bool:
+        return bool(self._entries) and self._entries[0].answer.done()
 
     def oldest(self) -> InFlight:
         """The oldest request, once answered, out of the window."""

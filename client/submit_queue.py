@@ -11,6 +11,8 @@ Rules this module keeps:
   flight), not only queued ones: ``put`` waits up to its timeout for room, then raises
   ``queue.Full``.
 - ``unfinished`` is 0 exactly when everything put has been finished.
+- ``wake`` makes the taker's wait (or its next one) return, empty-handed if nothing is
+  queued: the sender waits for "a batch to send or an answer to take" in one place.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class SubmitQueue(Generic[T]):
         # Notify only a waiter that is there: a notify costs even with nobody waiting.
         self._taker_waiting = False
         self._putters_waiting = 0
+        self._woken = False
 
     def put(self, item: T, timeout_s: float | None = None) -> None:
         with self._lock:
@@ -55,17 +58,25 @@ class SubmitQueue(Generic[T]):
                 self._ready.notify()
 
     def take_all(self, block: bool = True) -> list[T]:
-        """Everything queued, oldest first; waits for at least one item when ``block``."""
+        """Everything queued, oldest first; when ``block``, waits for at least one item or a
+        ``wake``."""
         with self._lock:
-            while block and not self._items:
+            while block and not self._items and not self._woken:
                 self._taker_waiting = True
                 try:
                     self._ready.wait()
                 finally:
                     self._taker_waiting = False
+            self._woken = False
             items = list(self._items)
             self._items.clear()
             return items
+
+    def wake(self) -> None:
+        with self._lock:
+            self._woken = True
+            if self._taker_waiting:
+                self._ready.notify()
 
     def finished(self, count: int) -> None:
         """``count`` items taken earlier are done with: room for as many new ones."""

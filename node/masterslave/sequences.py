@@ -22,6 +22,11 @@ Rules this module keeps:
   gap there is still a client's error.
 - One batch per producer at a time: ``hold(producer_id)`` serialises a producer's check,
   write and record, so two retries of one batch cannot both be stored.
+- A batch up to ``MAX_SEQUENCES_AHEAD`` past the next expected number waits (``await_turn``,
+  the producer's lock released) up to ``EARLY_WAIT_S`` for its predecessors before it is
+  judged: a client with several requests in flight may have them reach the master out of
+  order, and after a rebuild the gap rule above would otherwise store the later batch and
+  answer its predecessors "stored once" when they arrive.
 - Bounded: producers idle for ``retention_ms`` are forgotten, swept at most once a second.
 """
 
@@ -46,6 +51,9 @@ from raftlog.node.write_path import ProduceOutcome
 from raftlog.store.message_store import MessageStore
 
 REMEMBERED_BATCHES = 8
+# As the Raft leader's (node/replication/producer_table.py, proposals.py).
+MAX_SEQUENCES_AHEAD = REMEMBERED_BATCHES - 1
+EARLY_WAIT_S = 0.5
 _SWEEP_INTERVAL_S = 1.0
 
 
@@ -57,6 +65,11 @@ class _Producer:
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Known only from the log's markers (rebuild): this master has not stored a batch of it.
     replayed: bool = False
+    # Notified (under ``lock``) when a batch is recorded: early batches wait on it.
+    recorded: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.recorded = threading.Condition(self.lock)
 
 
 class ProducerSequences:
@@ -78,6 +91,21 @@ class ProducerSequences:
         with producer.lock:
             producer.last_seen_s = now_s
             yield producer
+
+    @staticmethod
+    def await_turn(producer: _Producer, sequence: int) -> None:
+        """Within ``hold``: let a batch a few numbers ahead wait for its predecessors."""
+        deadline_s = time.monotonic() + EARLY_WAIT_S
+        while (
+            0
+            < producer.last_sequence + 1
+            < sequence
+            <= (producer.last_sequence + 1 + MAX_SEQUENCES_AHEAD)
+        ):
+            remaining_s = deadline_s - time.monotonic()
+            if remaining_s <= 0:
+                return
+            producer.recorded.wait(remaining_s)
 
     @staticmethod
     def earlier_outcome(
@@ -110,6 +138,7 @@ class ProducerSequences:
         producer.outcomes[sequence] = outcome
         while len(producer.outcomes) > REMEMBERED_BATCHES:
             producer.outcomes.popitem(last=False)
+        producer.recorded.notify_all()
 
     def rebuild(self, store: MessageStore, now_ms: int) -> int:
         """Forget everything, then replay the markers ``store`` holds from the last

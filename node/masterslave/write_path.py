@@ -131,6 +131,7 @@ class MasterSlaveWritePath:
         if not producer_id:
             return write()
         with self._sequences.hold(producer_id) as producer:
+            self._sequences.await_turn(producer, sequence)
             earlier = self._sequences.earlier_outcome(producer, producer_id, sequence)
             if earlier is not None:
                 return earlier

@@ -5,6 +5,7 @@ gap they leave."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from raftlog.node.control import CONTROL_QUEUE_ID, CONTROL_TOPIC, ProduceMarker, control_message
 from raftlog.node.errors import SequenceGapError
-from raftlog.node.masterslave.sequences import ProducerSequences
+from raftlog.node.masterslave.sequences import EARLY_WAIT_S, ProducerSequences
 from raftlog.node.write_path import ProduceOutcome
 from raftlog.store.message import Message
 from raftlog.store.message_store import MessageStore
@@ -59,5 +60,41 @@ def test_a_gap_is_accepted_only_as_the_first_batch_after_a_rebuild(tmp_path: Pat
                 ProducerSequences.earlier_outcome(p1, "p1", 9)
             duplicate = ProducerSequences.earlier_outcome(p1, "p1", 7)
             assert duplicate is not None and duplicate.duplicate
+    finally:
+        store.close()
+
+
+def test_a_batch_that_overtook_its_predecessor_after_a_rebuild_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """Sequences 5 and 6 in flight to a new master, 6 first: 6 waits for 5 instead of being
+    stored as the first batch after the rebuild (which would answer 5 "stored once")."""
+    store = MessageStore.open(small_config(tmp_path), housekeeping_interval_ms=None)
+    try:
+        store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
+        store.put_messages([control_message(ProduceMarker("p1", 4))])
+        sequences = ProducerSequences(retention_ms=60_000)
+        sequences.rebuild(store, now_ms=int(time.time() * 1000))
+        order: list[int] = []
+
+        def produce(sequence: int) -> None:
+            with sequences.hold("p1") as p1:
+                sequences.await_turn(p1, sequence)
+                assert ProducerSequences.earlier_outcome(p1, "p1", sequence) is None
+                order.append(sequence)
+                ProducerSequences.record(p1, sequence, ProduceOutcome([], [], 0, False, 0, 0))
+
+        ahead = threading.Thread(target=produce, args=(6,))
+        ahead.start()
+        time.sleep(0.1)  # 6 waits, without holding the producer
+        produce(5)
+        ahead.join(5)
+        assert order == [5, 6]
+        began = time.monotonic()
+        with sequences.hold("p1") as p1:  # 8's predecessor never comes: a gap, after the wait
+            sequences.await_turn(p1, 8)
+            with pytest.raises(SequenceGapError):
+                ProducerSequences.earlier_outcome(p1, "p1", 8)
+        assert EARLY_WAIT_S * 0.9 <= time.monotonic() - began < 5.0
     finally:
         store.close()
