@@ -492,7 +492,9 @@ class Producer:
         """Resend a request that may be stored, with its number; False when it turns out
         not stored (it, and everything after it, is then sent anew)."""
         self._next_sequence = entry.request.sequence + 1
-        if self._unresolved and not self._resolve():
+        if self._unresolved:
+            # An earlier one of this window could not be resent just now: queue behind it
+            # (one bounded wait per window, not one per request; the next send tries again).
             self._unresolved.append(entry.request)
             _fail(entry.members, error)
             return True

@@ -196,3 +196,32 @@ def test_flush_and_close_wait_for_the_whole_window(server: FakeServer) -> None:
     p.close()
     assert all(f.done() and f.exception() is None for f in more)
     assert len(server.produce_state.stored) == 1300
+
+
+def test_a_window_to_an_unavailable_cluster_fails_within_a_few_timeouts(server: FakeServer) -> None:
+    """Every request after the first answered UNAVAILABLE (nothing written): the whole
+    window fails after about two timeouts (its own, and one resend of an unknown outcome),
+    not one per request."""
+    state = server.produce_state
+    answered = [0]
+
+    def produce(request: Any, context: Any) -> Any:
+        time.sleep(0.01)
+        if answered[0]:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "no leader")
+        answered[0] += 1
+        response, _ = state.produce(request)
+        return response
+
+    server.hooks["Produce"] = produce
+    with Producer([server.address], timeout_s=1.0) as p:
+        p.send("t", b"first")
+        began = time.monotonic()
+        futures = [p.send_async("t", b"m%d" % i) for i in range(1000)]
+        errors = {type(f.exception(timeout=30)) for f in futures}
+        took_s = time.monotonic() - began
+    # (UNAVAILABLE is retried to the total timeout; an attempt cut by that deadline is an
+    # unknown outcome.)
+    assert errors <= {e.UnavailableError, e.UnknownOutcomeError}
+    assert took_s < 6.0
+    assert [body for _, _, body in state.stored] == [b"first"]
