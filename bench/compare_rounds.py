@@ -200,7 +200,7 @@ def raftlog_round(turn: Round, mode: str = "raft") -> None:
         prepare_topics(admin, stub, plan.warm_up)
         for body in BODY_SIZES_BYTES:
             _raftlog_produce(turn, system, cluster.addresses, body)
-            _raftlog_raw_path(turn, system, stub, body)
+            _raftlog_raw_path(turn, system, admin.cluster_status().leader_address or leader, body)
         for body in BODY_SIZES_BYTES:
             stored = sum(
                 end - first for first, end in queue_bounds(admin, topic_name(body), leader).values()
@@ -227,8 +227,15 @@ def _raftlog_produce(turn: Round, system: str, addresses: list[str], body: int) 
     turn.add(system, "latency-p99", body, setting, row.latency_p99_ms or 0.0, "ms")
 
 
-def _raftlog_raw_path(turn: Round, system: str, stub: Any, body: int) -> None:
-    """The raw path, labelled so: the gRPC stub with pre-built, non-idempotent batches."""
+def _raftlog_raw_path(turn: Round, system: str, leader: str, body: int) -> None:
+    """The raw path, labelled so: the gRPC stub with pre-built, non-idempotent batches, to
+    the leader as of now (a starved leader may have lost its place to another member since
+    the cluster started: the stub does not follow redirects, the typed client does)."""
+    with grpc.insecure_channel(leader, options=CHANNEL_OPTIONS) as channel:
+        _raw_path_on(turn, system, PRODUCER_STUB(channel), body)
+
+
+def _raw_path_on(turn: Round, system: str, stub: Any, body: int) -> None:
     for batch, window in RAFTLOG_PRODUCE_SETTINGS:
         row = measure_produce(stub, turn.durability, body, batch, window, turn.plan.produce)
         setting: dict[str, object] = {"batch": batch, "window": window}
