@@ -5,8 +5,10 @@ gap they leave."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,20 @@ from raftlog.node.write_path import ProduceOutcome
 from raftlog.store.message import Message
 from raftlog.store.message_store import MessageStore
 from tests.unit.store.test_message_store import small_config
+
+
+@contextlib.contextmanager
+def rebuilt_after_sequence_4(tmp_path: Path) -> Iterator[ProducerSequences]:
+    """A new master's sequences, rebuilt from a log whose last marker is p1's sequence 4."""
+    store = MessageStore.open(small_config(tmp_path), housekeeping_interval_ms=None)
+    try:
+        store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
+        store.put_messages([control_message(ProduceMarker("p1", 4))])
+        sequences = ProducerSequences(retention_ms=60_000)
+        sequences.rebuild(store, now_ms=int(time.time() * 1000))
+        yield sequences
+    finally:
+        store.close()
 
 
 def test_rebuild_replays_visible_and_unconfirmed_markers(tmp_path: Path) -> None:
@@ -45,12 +61,7 @@ def test_rebuild_replays_visible_and_unconfirmed_markers(tmp_path: Path) -> None
 
 
 def test_a_gap_is_accepted_only_as_the_first_batch_after_a_rebuild(tmp_path: Path) -> None:
-    store = MessageStore.open(small_config(tmp_path), housekeeping_interval_ms=None)
-    try:
-        store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
-        store.put_messages([control_message(ProduceMarker("p1", 4))])
-        sequences = ProducerSequences(retention_ms=60_000)
-        sequences.rebuild(store, now_ms=int(time.time() * 1000))
+    with rebuilt_after_sequence_4(tmp_path) as sequences:
         outcome = ProduceOutcome([], [], 0, False, 0, 0)
         with sequences.hold("p1") as p1:
             # 5 and 6 were answered by the previous master and lost with its tail.
@@ -60,8 +71,6 @@ def test_a_gap_is_accepted_only_as_the_first_batch_after_a_rebuild(tmp_path: Pat
                 ProducerSequences.earlier_outcome(p1, "p1", 9)
             duplicate = ProducerSequences.earlier_outcome(p1, "p1", 7)
             assert duplicate is not None and duplicate.duplicate
-    finally:
-        store.close()
 
 
 def test_a_batch_that_overtook_its_predecessor_after_a_rebuild_waits_for_it(
@@ -69,12 +78,7 @@ def test_a_batch_that_overtook_its_predecessor_after_a_rebuild_waits_for_it(
 ) -> None:
     """Sequences 5 and 6 in flight to a new master, 6 first: 6 waits for 5 instead of being
     stored as the first batch after the rebuild (which would answer 5 "stored once")."""
-    store = MessageStore.open(small_config(tmp_path), housekeeping_interval_ms=None)
-    try:
-        store.create_topic(CONTROL_TOPIC, CONTROL_QUEUE_ID + 1)
-        store.put_messages([control_message(ProduceMarker("p1", 4))])
-        sequences = ProducerSequences(retention_ms=60_000)
-        sequences.rebuild(store, now_ms=int(time.time() * 1000))
+    with rebuilt_after_sequence_4(tmp_path) as sequences:
         order: list[int] = []
 
         def produce(sequence: int) -> None:
@@ -96,5 +100,3 @@ def test_a_batch_that_overtook_its_predecessor_after_a_rebuild_waits_for_it(
             with pytest.raises(SequenceGapError):
                 ProducerSequences.earlier_outcome(p1, "p1", 8)
         assert EARLY_WAIT_S * 0.9 <= time.monotonic() - began < 5.0
-    finally:
-        store.close()
