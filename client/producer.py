@@ -94,8 +94,10 @@ _SEND_STATUS_NAMES = {
 }
 
 
-def _merged(members: list[Batch]) -> Batch:
-    """One request for several queued batches of one topic (coalesced)."""
+def _request_of(members: list[Batch]) -> Batch:
+    """The request for queued batches of one topic: the one batch, or them coalesced."""
+    if len(members) == 1:
+        return members[0]
     return Batch(
         topic=members[0].topic,
         messages=[m for member in members for m in member.messages],
@@ -393,13 +395,12 @@ class Producer:
         joined, skipped = self._coalesce(batch)
         members = [batch, *joined]
         queue_items = len(members) + skipped
-        request = members[0] if not joined else _merged(members)
-        if self.idempotent:
-            if self._unresolved and not self._resolve():
-                _fail(members, self._still_unresolved())
-                return queue_items
-            request.sequence = self._next_sequence
-            self._next_sequence += 1
+        request = _request_of(members)
+        try:
+            self._number(request)
+        except UnavailableError as error:
+            _fail(members, error)
+            return queue_items
         self._window.send(request, members, queue_items)
         return 0
 
@@ -527,7 +528,7 @@ class Producer:
     def _send_group(self, members: list[Batch]) -> None:
         """Send ``members`` as one new request from this thread and settle them."""
         try:
-            _settle(members, self._deliver(members[0] if len(members) == 1 else _merged(members)))
+            _settle(members, self._deliver(_request_of(members)))
         except RaftlogError as error:
             _fail(members, error)
         except Exception as error:  # a bug must fail the futures, not kill the thread
@@ -537,10 +538,7 @@ class Producer:
         """Send a new batch (idempotent: after settling any unresolved one)."""
         if not self.idempotent:
             return self._attempt(batch, idempotent=False)
-        if self._unresolved and not self._resolve():
-            raise self._still_unresolved()
-        batch.sequence = self._next_sequence
-        self._next_sequence += 1
+        self._number(batch)
         try:
             return self._attempt(batch, idempotent=True)
         except UnknownOutcomeError:
@@ -574,11 +572,19 @@ class Producer:
             self._unresolved.pop(0)
         return True
 
-    def _still_unresolved(self) -> UnavailableError:
-        return UnavailableError(
-            f"not sent: batch {self._unresolved[0].sequence} of this producer still has an "
-            "unknown outcome and could not be resent; retry later"
-        )
+    def _number(self, batch: Batch) -> None:
+        """Give a new batch of an idempotent producer the next sequence, once the unresolved
+        ones are settled; UnavailableError (nothing sent, no number used) while they cannot
+        be."""
+        if not self.idempotent:
+            return
+        if self._unresolved and not self._resolve():
+            raise UnavailableError(
+                f"not sent: batch {self._unresolved[0].sequence} of this producer still has "
+                "an unknown outcome and could not be resent; retry later"
+            )
+        batch.sequence = self._next_sequence
+        self._next_sequence += 1
 
     def _attempt(self, batch: Batch, *, idempotent: bool) -> list[SendResult]:
         """One retried Produce of ``batch`` under the policy."""

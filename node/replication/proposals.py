@@ -172,8 +172,10 @@ class Proposals:
                 self._waiting_by_sequence[(producer_id, proposal.sequence)] = proposal
             self._stamp(proposal, now_ms)
             batch.append(proposal)
+            if not producer_id:
+                return
             successor = self.early.pop((producer_id, proposal.sequence + 1), None)
-            if not producer_id or successor is None:
+            if successor is None:
                 return
             proposal = successor[0]
 
