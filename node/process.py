@@ -139,7 +139,7 @@ class Node:
         while not self._stopped.wait(_CHECKPOINT_INTERVAL_S):
             ticks += 1
             try:
-                self.store.checkpoint()
+                self.store.periodic_checkpoint()
                 if isinstance(self.member, RaftMember):
                     self.member.save_applied_state()
                 if ticks % _RETENTION_EVERY_CHECKPOINTS == 0:

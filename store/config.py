@@ -33,6 +33,9 @@ class StoreConfig:
     index_entry_count: int = 20_000_000
     flush_mode: FlushMode = FlushMode.SYNC_FLUSH
     flush_interval_ms: int = 500
+    # How often (at most) a periodic checkpoint makes ConsumeQueues and the index durable
+    # (store/checkpointer.py); a crash restart re-dispatches up to this much of writes.
+    consume_queue_flush_interval_ms: int = 10_000
     max_open_segments: int = 64
     limits: Limits = field(default_factory=Limits)
     retention_hours: int = 72
@@ -53,6 +56,7 @@ class StoreConfig:
             "index_slot_count": 1,
             "index_entry_count": 1,
             "flush_interval_ms": 1,
+            "consume_queue_flush_interval_ms": 0,
             "max_open_segments": 1,
             "retention_hours": 0,
         }

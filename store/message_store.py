@@ -58,8 +58,8 @@ from raftlog.store.checkpoint import (
     Checkpoint,
     load_checkpoint,
     recovery_start_offset,
-    save_checkpoint,
 )
+from raftlog.store.checkpointer import Checkpointer
 from raftlog.store.commit_log import CommitLog, Envelope
 from raftlog.store.config import FlushMode, StoreConfig
 from raftlog.store.consume_queue import (
@@ -166,11 +166,10 @@ class MessageStore:
             self._writer, self._reader = self._halves(config, store_host, now_ms)
             self._consumer_offsets = ConsumerOffsets(fs, root)
             self.access_rules = AccessRules(fs, root)
+            recovered = self._recover(checkpoint, unclean_stop)
+            self._checkpointer = self._open_checkpointer(checkpoint, recovered, now_ms)
             self._dispatcher = Dispatcher(
-                self._commit_log,
-                self._consume_queue,
-                self._index,
-                self._recover(checkpoint, unclean_stop),
+                self._commit_log, self._consume_queue, self._index, recovered
             )
             self._retention = Retention(
                 fs, config, self._commit_log, self._all_consume_queues, self._index, now_ms
@@ -275,6 +274,18 @@ class MessageStore:
                 self._consume_queue(topic, queue_id).truncate_from_physical_offset(dispatched)
             self._index.recover(dispatched)
         return dispatched
+
+    def _open_checkpointer(
+        self, checkpoint: Checkpoint | None, recovered: int, now_ms: Callable[[], int]
+    ) -> Checkpointer:
+        """The checkpointer, its record lowered to what recovery left: recovery may have cut
+        below what the file vouches for, and new writes would land there (checkpointer.py)."""
+        config = self._config
+        checkpointer = Checkpointer(
+            self._fs, config.root_dir, checkpoint, config.consume_queue_flush_interval_ms, now_ms
+        )
+        checkpointer.lower(self._commit_log.max_offset, recovered)
+        return checkpointer
 
     def reload_next_queue_offsets(self) -> None:
         """Forget assigned queue offsets and re-learn those the undispatched tail holds (the
@@ -479,7 +490,8 @@ class MessageStore:
     def truncate_after(self, physical_offset: int) -> None:
         """Drop every record at or past ``physical_offset`` (a record boundary): a Raft
         truncation of a conflicting suffix. Derived data past it goes too."""
-        with self._write_lock, self._dispatch_lock:
+        with self._checkpointer.lock, self._write_lock, self._dispatch_lock:
+            self._checkpointer.lower(physical_offset, physical_offset)
             self._commit_log.truncate_after(physical_offset)
             self._dispatcher.forget_expected()
             if physical_offset < self._dispatcher.dispatched_physical_offset:
@@ -631,6 +643,21 @@ class MessageStore:
     def checkpoint(self) -> Checkpoint:
         """Make ConsumeQueues, the index and the CommitLog durable, then record how far: a
         restart redoes dispatch only past this point."""
+        with self._checkpointer.lock:
+            return self._checkpointer.record(self._commit_log.flush(), self._flush_derived())
+
+    def periodic_checkpoint(self) -> Checkpoint:
+        """The housekeeping checkpoint: the CommitLog's flushed offset every time, derived
+        data only when due (``consume_queue_flush_interval_ms``, or writes paused; see
+        checkpointer.py)."""
+        with self._checkpointer.lock:
+            due = self._checkpointer.derived_due(self._dispatcher.dispatched_physical_offset)
+            dispatched = self._flush_derived() if due else None
+            return self._checkpointer.record(self._commit_log.flush(), dispatched)
+
+    def _flush_derived(self) -> int:
+        """Make ConsumeQueues and the index durable; returns the dispatched offset below which
+        they now are."""
         with self._dispatch_lock:
             dispatched = self._dispatcher.dispatched_physical_offset
             buffered = self._write_behind.take()
@@ -643,16 +670,7 @@ class MessageStore:
         self._handles.sync_files(dirty)
         # The index header flushed now counts at least every entry below ``dispatched``.
         self._index.flush()
-        flushed = self._commit_log.flush()
-        now_ms = self._now_ms()
-        checkpoint = Checkpoint(
-            flushed_physical_offset=flushed,
-            dispatched_physical_offset=dispatched,
-            flushed_timestamp_ms=now_ms,
-            index_timestamp_ms=now_ms,
-        )
-        save_checkpoint(self._fs, self._config.root_dir, checkpoint)
-        return checkpoint
+        return dispatched
 
     def run_retention(self, max_deleted_end_offset: int | None = None) -> RetentionReport:
         """One retention pass (the owner schedules it, RocketMQ-style every few seconds). A
@@ -671,7 +689,8 @@ class MessageStore:
         ``end_offset`` (a Raft follower installing the leader's segments), then drop every
         ConsumeQueue unit and index entry: dispatch re-derives them from the new log, up to
         the dispatch bound."""
-        with self._write_lock, self._dispatch_lock:
+        with self._checkpointer.lock, self._write_lock, self._dispatch_lock:
+            self._checkpointer.lower(0, 0)
             self._write_behind.write_all()
             self._commit_log.replace_segments(source_dir, end_offset)
             for queue in self._all_consume_queues():
@@ -681,7 +700,7 @@ class MessageStore:
             self._writer.forget_queue_offsets()
 
     def _housekeep(self) -> None:
-        self.checkpoint()
+        self.periodic_checkpoint()
         self.run_retention()
 
     def is_disk_full(self) -> bool:
