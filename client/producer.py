@@ -59,6 +59,7 @@ from raftlog.client.errors import (
 )
 from raftlog.client.messages import Message, OutgoingMessage, SendResult
 from raftlog.client.outgoing_batch import Batch, delay_fields, message_of, one_message
+from raftlog.client.positional_constructor import positional_constructor
 from raftlog.client.retry import RetryPolicy
 from raftlog.client.send_window import InFlight, SendWindow
 from raftlog.client.submit_queue import SubmitQueue
@@ -86,6 +87,8 @@ MAX_IN_FLIGHT_REQUESTS = 8
 # A request joins others in flight only if some answer came within this long (far below the
 # nodes' 15-minute producer retention, after which a producer is unknown to them).
 PIPELINE_AFTER_ANSWER_S = 10.0
+# SendResult(...) without the frozen __init__'s per-field cost (positional_constructor.py).
+_new_send_result = positional_constructor(SendResult)
 # The API's SendStatus -> RocketMQ's names (SendResult.send_status).
 _SEND_STATUS_NAMES = {
     client_pb2.SEND_STATUS_OK: "SEND_OK",
@@ -611,18 +614,19 @@ class Producer:
         response = self._policy.run(produce, idempotent=idempotent)
         self._answered_at_s = time.monotonic()
         send_status = _SEND_STATUS_NAMES.get(response.send_status, "SEND_OK")
+        topic, duplicate, stored_ms = batch.topic, response.duplicate, response.store_timestamp_ms
         return [
-            SendResult(
-                topic=batch.topic,
-                queue_id=result.queue_id,
-                queue_offset=result.queue_offset,
-                physical_offset=result.physical_offset,
-                msg_id=result.msg_id,
-                duplicate=response.duplicate,
-                uniq_key=uniq_key,
-                store_timestamp_ms=response.store_timestamp_ms,
-                send_status=send_status,
-                transaction_queue_id=result.transaction_queue_id,
+            _new_send_result(
+                topic,
+                result.queue_id,
+                result.queue_offset,
+                result.physical_offset,
+                result.msg_id,
+                duplicate,
+                uniq_key,
+                stored_ms,
+                send_status,
+                result.transaction_queue_id,
             )
             for result, uniq_key in zip(response.results, batch.uniq_keys, strict=False)
         ]

@@ -25,18 +25,23 @@ from typing import Any
 
 from raftlog.client.errors import InternalError
 from raftlog.client.messages import Message, host_text
+from raftlog.client.positional_constructor import positional_constructor
 from raftlog.client.record_columns import HEADER_BYTES, HEADER_V4, TRAILER_BYTES, record_columns
 from raftlog.store.errors import CorruptRecordError
 from raftlog.store.message_id import message_id_encoder
 from raftlog.store.record import (
+    NAME_VALUE_SEPARATOR,
     PROPERTY_KEYS,
+    PROPERTY_SEPARATOR,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
-    decode_properties,
     decode_records,
     split_keys,
     unpack_address,
 )
+
+# Message(...) without the frozen __init__'s per-field cost (positional_constructor.py).
+_new_message = positional_constructor(Message)
 
 
 def messages_from_records(records: bytes) -> list[Message]:
@@ -56,22 +61,95 @@ def _from_columns(
 ) -> list[Message]:
     hosts = _HostCache()
     unpack = HEADER_V4.unpack_from
+    new_message = _new_message
     messages: list[Message] = []
     for start, properties_start in zip(starts, properties_starts, strict=True):
-        fields = unpack(records, start)
-        size_bytes = fields[0]
-        body_start = start + HEADER_BYTES
-        # The row decode_records gives: the fixed fields from queue_id on, size, body CRC.
-        row = (
-            *fields[3:16],
+        (
             size_bytes,
-            fields[2],
-            topic,
-            records[body_start : body_start + fields[16]],
-            decode_properties(records[properties_start : start + size_bytes - TRAILER_BYTES]),
+            _magic,
+            body_crc,
+            queue_id,
+            flag,
+            queue_offset,
+            physical_offset,
+            sys_flag,
+            born_timestamp_ms,
+            born_address,
+            born_port,
+            store_timestamp_ms,
+            store_address,
+            store_port,
+            reconsume_times,
+            prepared_transaction_offset,
+            body_bytes,
+        ) = unpack(records, start)
+        body_start = start + HEADER_BYTES
+        keys, tags, uniq_key, properties = _promoted_pairs(
+            records[properties_start : start + size_bytes - TRAILER_BYTES]
         )
-        messages.append(_message(hosts, row))
+        store_text, encode_id = hosts.store((store_address, store_port))
+        messages.append(
+            new_message(
+                topic,
+                queue_id,
+                queue_offset,
+                physical_offset,
+                encode_id(physical_offset),
+                records[body_start : body_start + body_bytes],
+                born_timestamp_ms,
+                store_timestamp_ms,
+                hosts.born((born_address, born_port)),
+                store_text,
+                keys,
+                tags,
+                uniq_key,
+                properties,
+                flag,
+                sys_flag,
+                reconsume_times,
+                prepared_transaction_offset,
+                size_bytes,
+                body_crc,
+                "",
+            )
+        )
     return messages
+
+
+def _promoted_pairs(
+    data: bytes,
+) -> tuple[tuple[str, ...], str, str, tuple[tuple[str, str], ...]]:
+    """A record's properties (trailer excluded) as (keys, tags, uniq key, the others), in one
+    pass: what ``decode_properties`` and ``_promoted`` give together. CorruptRecordError for
+    anything those would refuse (the caller then takes the general path, which names it)."""
+    try:
+        text = str(data, "utf-8")
+    except UnicodeDecodeError as error:
+        raise CorruptRecordError(f"properties are not UTF-8: {error}") from error
+    if not text:
+        return (), "", "", ()
+    if text[-1] != PROPERTY_SEPARATOR:
+        raise CorruptRecordError("properties do not end with the pair separator")
+    keys: str | None = None
+    tags: str | None = None
+    uniq_key: str | None = None
+    others: list[tuple[str, str]] = []
+    for item in text[:-1].split(PROPERTY_SEPARATOR):
+        name, separator, value = item.partition(NAME_VALUE_SEPARATOR)
+        if not separator or NAME_VALUE_SEPARATOR in value:
+            raise CorruptRecordError(f"property {item!r} is not one key/value pair")
+        if name == PROPERTY_TAGS:
+            if tags is None:
+                tags = value
+        elif name == PROPERTY_UNIQ_KEY:
+            if uniq_key is None:
+                uniq_key = value
+        elif name == PROPERTY_KEYS:
+            if keys is None:
+                keys = value
+        else:
+            others.append((name, value))
+    return split_keys(keys) if keys else (), tags or "", uniq_key or "", tuple(others)
 
 
 def _from_decoded(records: bytes) -> list[Message]:
@@ -109,7 +187,7 @@ def _message(hosts: _HostCache, row: Sequence[Any]) -> Message:
     ) = row
     store_text, encode_id = hosts.store((store_address, store_port))
     keys, tags, uniq_key, properties = _promoted(all_properties)
-    return Message(
+    return _new_message(
         topic,
         queue_id,
         queue_offset,
@@ -130,6 +208,7 @@ def _message(hosts: _HostCache, row: Sequence[Any]) -> Message:
         prepared_transaction_offset,
         size_bytes,
         body_crc,
+        "",
     )
 
 

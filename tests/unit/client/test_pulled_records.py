@@ -144,3 +144,11 @@ def test_the_consumer_refuses_an_answer_whose_record_count_disagrees() -> None:
             assert consumer.positions == {0: 0}
     finally:
         fake.stop()
+
+
+def test_a_malformed_property_under_a_good_crc_gets_the_general_paths_error() -> None:
+    # A value holding the name/value separator: the trailer CRC checks out, the pair does not.
+    encoded = encode_record(make_record(properties=(("a", "b\x01c"),)))
+    assert record_columns(encoded) is not None  # the fast path takes it, then declines
+    with pytest.raises(InternalError, match=r"record 0: property .* is not one key"):
+        messages_from_records(encoded)
