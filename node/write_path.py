@@ -145,6 +145,12 @@ class WritePath(Protocol):
         this one should not serve their pulls now; return when it serves them."""
         ...
 
+    def catch_up(self, timeout_s: float) -> bool:
+        """Wait until this member applied everything the group committed before the call
+        (a member about to say that a topic does not exist may only be behind); True when it
+        did within ``timeout_s``, False when that could not be confirmed."""
+        ...
+
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
         """Block until readers can see past ``after_physical_offset`` (new messages were
         dispatched) or the timeout passes; returns the current dispatched offset. Long polling

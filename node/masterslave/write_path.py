@@ -297,6 +297,11 @@ class MasterSlaveWritePath:
             return
         raise NotLeaderError(role.master_id, self._settings.members.get(role.master_id), role.epoch)
 
+    def catch_up(self, timeout_s: float) -> bool:
+        """A slave cannot confirm it holds what its master acknowledged (nor can a master
+        know of a newer master): what this member holds is the answer."""
+        return False
+
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
         with self.visible:

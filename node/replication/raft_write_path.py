@@ -36,6 +36,7 @@ from raftlog.node.errors import (
 )
 from raftlog.node.replication.proposals import Proposal
 from raftlog.node.replication.raft_entry import envelope_size_bytes
+from raftlog.node.replication.read_barrier import ReadBarrier
 from raftlog.node.replication.replica import Replica
 from raftlog.node.write_checks import (
     check_encoded_topics,
@@ -60,6 +61,7 @@ class RaftWritePath:
     def __init__(self, replica: Replica) -> None:
         self._replica = replica
         self._store = replica.store
+        self._barrier = ReadBarrier(replica)
 
     def _submit(self, proposal: Proposal, timeout_s: float) -> object:
         self._replica.submit(proposal)
@@ -240,6 +242,9 @@ class RaftWritePath:
 
     def check_read(self) -> None:
         """Every Raft member serves pulls: a follower's store shows only committed entries."""
+
+    def catch_up(self, timeout_s: float) -> bool:
+        return self._barrier.wait(timeout_s)
 
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s

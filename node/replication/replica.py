@@ -270,11 +270,15 @@ class Replica:
         self._inbox.put(lambda: self.proposals.queued.append(proposal))
 
     def read_index(self, context: bytes, future: concurrent.futures.Future[object]) -> None:
-        """Resolve ``future`` with a read index once this leader confirmed it (any thread)."""
+        """Resolve ``future`` with a read index once the leader confirmed it and this member
+        applied that far (any thread). A follower forwards the read to the leader it knows;
+        with none known, ``future`` fails at once with NotLeaderError."""
 
         def ask() -> None:
-            if self.node.role is not Role.LEADER:
+            if self.node.role is not Role.LEADER and self.node.leader is None:
                 future.set_exception(self.not_leader_error())
+                return
+            if future.done():  # given up (cancelled) before the loop got to it
                 return
             self._reads[context] = (0, future)
             self.node.read_index(context)
@@ -420,7 +424,8 @@ class Replica:
             for context, (index, future) in list(self._reads.items()):
                 if index and self.ready.applied_index >= index:
                     del self._reads[context]
-                    future.set_result(index)
+                    if not future.done():  # a caller may have cancelled it
+                        future.set_result(index)
         if (
             not self.write_ready
             and self.node.role is Role.LEADER

@@ -25,6 +25,7 @@ import grpc
 from raftlog.node.errors import InvalidRequestError, MembershipRefusedError
 from raftlog.node.membership import MemberEntry, Membership, MembershipView
 from raftlog.node.messaging.retry import is_node_topic
+from raftlog.node.services.fresh_read import read_fresh
 from raftlog.node.services.limits import (
     LimitReachedError,
     ServiceLimits,
@@ -126,14 +127,16 @@ class AdminService(client_pb2_grpc.AdminServicer):
     ) -> client_pb2.DescribeTopicResponse:
         with abort_on_error(context, overrides=READ_OVERRIDES):
             require_topic_name(request.topic, self._limits.message_limits)
-            config = self._store.describe_topic(request.topic)
-            return client_pb2.DescribeTopicResponse(
-                topic=_topic_info(config),
-                queues=[
-                    self._queue_info(config.name, queue_id)
-                    for queue_id in range(config.queue_count)
-                ],
-            )
+            return read_fresh(self._write_path, context, lambda: self._describe(request.topic))
+
+    def _describe(self, topic: str) -> client_pb2.DescribeTopicResponse:
+        config = self._store.describe_topic(topic)
+        return client_pb2.DescribeTopicResponse(
+            topic=_topic_info(config),
+            queues=[
+                self._queue_info(config.name, queue_id) for queue_id in range(config.queue_count)
+            ],
+        )
 
     def _queue_info(self, topic: str, queue_id: int) -> client_pb2.QueueInfo:
         store = self._store

@@ -16,6 +16,9 @@ Rules this module keeps:
 - A long poll waits on ``WritePath.wait_visible`` (woken by new dispatched messages, never a
   busy loop), for at most min(long_poll_timeout_ms, ``max_long_poll_ms``, the call's deadline
   less a margin), and returns early when the service stops or the call is cancelled.
+- A read naming a topic, queue or message this member does not know catches up with the
+  group once before it says so (fresh_read.py): a follower behind the leader does not deny a
+  topic the user was just told exists.
 - Every error becomes a status through ``status_codes.abort_on_error``.
 """
 
@@ -27,6 +30,7 @@ import time
 import grpc
 
 from raftlog.node.errors import InvalidRequestError
+from raftlog.node.services.fresh_read import MAYBE_BEHIND_MESSAGE, read_fresh
 from raftlog.node.services.group_coordinator import GroupCoordinator
 from raftlog.node.services.limits import ServiceLimits, server_default, timeout_for_call
 from raftlog.node.services.send_back import SendBack
@@ -75,7 +79,9 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
         self, request: client_pb2.PullRequest, context: grpc.ServicerContext
     ) -> client_pb2.PullResponse:
         with abort_on_error(context, overrides=READ_OVERRIDES):
-            return self._pull(request, context)
+            if request.this_replica:  # this member's view, as it is
+                return self._pull(request, context)
+            return read_fresh(self._write_path, context, lambda: self._pull(request, context))
 
     def _pull(
         self, request: client_pb2.PullRequest, context: grpc.ServicerContext
@@ -207,8 +213,12 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
             max_messages = server_default(
                 request.max_messages, limits.default_query_messages, limits.max_query_messages
             )
-            records = self._store.query_by_key(
-                request.topic, request.key, request.begin_timestamp_ms, end_ms, max_messages
+            records = read_fresh(
+                self._write_path,
+                context,
+                lambda: self._store.query_by_key(
+                    request.topic, request.key, request.begin_timestamp_ms, end_ms, max_messages
+                ),
             )
             messages: list[client_pb2.StoredMessage] = []
             size_bytes = 0
@@ -229,8 +239,12 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
             require_non_negative(request.timestamp_ms, "timestamp_ms")
             # The store answers max_queue_offset when no message is that recent, and the first
             # live offset when every live one is: client.proto's rule.
-            queue_offset = self._store.queue_offset_for_time(
-                request.topic, request.queue_id, request.timestamp_ms
+            queue_offset = read_fresh(
+                self._write_path,
+                context,
+                lambda: self._store.queue_offset_for_time(
+                    request.topic, request.queue_id, request.timestamp_ms
+                ),
             )
             return client_pb2.QueryOffsetByTimeResponse(queue_offset=queue_offset)
 
@@ -241,7 +255,12 @@ class ConsumerService(client_pb2_grpc.ConsumerServicer):
             # A malformed id is INVALID_ARGUMENT (InvalidRequestError); after this check the
             # store's InvalidMessageIdError can only mean "no record there" (NOT_FOUND).
             physical_offset_of_message_id(request.msg_id)
-            record = self._store.get_by_message_id(request.msg_id)
+            record = read_fresh(
+                self._write_path,
+                context,
+                lambda: self._store.get_by_message_id(request.msg_id),
+                MAYBE_BEHIND_MESSAGE,
+            )
             return client_pb2.QueryByMessageIdResponse(message=stored_message(record))
 
     def SendBack(

@@ -29,14 +29,16 @@ TEST_LIMITS = ServiceLimits(long_poll_slice_ms=50)
 
 class DispatchSignal:
     """Implements only the read side of ``WritePath``: ``wait_visible``, a condition the test
-    notifies after it wrote (the store dispatches its own writes), and ``check_read``, which
-    serves every pull (as a Raft member does). Produce, offsets and admin writes are not
-    here: they are tested against the real Raft node."""
+    notifies after it wrote (the store dispatches its own writes), ``check_read``, which
+    serves every pull (as a Raft member does), and ``catch_up``, which counts its calls.
+    Produce, offsets and admin writes are not here: they are tested against the real Raft
+    node."""
 
     def __init__(self, store: MessageStore) -> None:
         self._store = store
         self._condition = threading.Condition()
         self.waits = 0
+        self.catch_ups = 0
 
     def written(self) -> None:
         with self._condition:
@@ -44,6 +46,11 @@ class DispatchSignal:
 
     def check_read(self) -> None:
         return None
+
+    def catch_up(self, timeout_s: float) -> bool:
+        """A lone store is never behind: what it holds is the answer."""
+        self.catch_ups += 1
+        return False
 
     def wait_visible(self, after_physical_offset: int, timeout_s: float) -> int:
         with self._condition:

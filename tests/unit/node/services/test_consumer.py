@@ -12,6 +12,7 @@ import pytest
 from raftlog.node.services.limits import ServiceLimits
 from raftlog.proto import client_pb2
 from raftlog.store.message_id import encode_message_id
+from raftlog.store.message_store import Message
 from tests.unit.node.services.conftest import (
     QUEUE_COUNT,
     TOPIC,
@@ -304,6 +305,15 @@ def test_unknown_topic_is_not_found_on_every_read(harness: Harness) -> None:
         call_status(consumer.QueryOffsetByTime, client_pb2.QueryOffsetByTimeRequest(topic="nope"))
         == Code.NOT_FOUND
     )
+    # Each first tried to catch up with the group (a follower may only be behind).
+    assert harness.signal.catch_ups == 3
+
+
+def test_a_read_that_finds_its_topic_does_not_catch_up(harness: Harness) -> None:
+    harness.put([Message(TOPIC, 0, b"x")])
+    pulled = harness.consumer.Pull(client_pb2.PullRequest(topic=TOPIC, queue_id=0), timeout=5)
+    assert len(pulled.messages) == 1
+    assert harness.signal.catch_ups == 0
 
 
 @pytest.mark.parametrize(
