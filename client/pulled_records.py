@@ -61,67 +61,27 @@ def _from_columns(
 ) -> list[Message]:
     hosts = _HostCache()
     unpack = HEADER_V4.unpack_from
-    new_message = _new_message
     messages: list[Message] = []
     for start, properties_start in zip(starts, properties_starts, strict=True):
-        (
-            size_bytes,
-            _magic,
-            body_crc,
-            queue_id,
-            flag,
-            queue_offset,
-            physical_offset,
-            sys_flag,
-            born_timestamp_ms,
-            born_address,
-            born_port,
-            store_timestamp_ms,
-            store_address,
-            store_port,
-            reconsume_times,
-            prepared_transaction_offset,
-            body_bytes,
-        ) = unpack(records, start)
+        # total_size, magic, body_crc, the 13 fields from queue_id on, body_length.
+        header = unpack(records, start)
+        size_bytes = header[0]
         body_start = start + HEADER_BYTES
-        keys, tags, uniq_key, properties = _promoted_pairs(
-            records[properties_start : start + size_bytes - TRAILER_BYTES]
-        )
-        store_text, encode_id = hosts.store((store_address, store_port))
-        messages.append(
-            new_message(
-                topic,
-                queue_id,
-                queue_offset,
-                physical_offset,
-                encode_id(physical_offset),
-                records[body_start : body_start + body_bytes],
-                born_timestamp_ms,
-                store_timestamp_ms,
-                hosts.born((born_address, born_port)),
-                store_text,
-                keys,
-                tags,
-                uniq_key,
-                properties,
-                flag,
-                sys_flag,
-                reconsume_times,
-                prepared_transaction_offset,
-                size_bytes,
-                body_crc,
-                "",
-            )
-        )
+        body = records[body_start : body_start + header[16]]
+        promoted = _promoted_pairs(records[properties_start : start + size_bytes - TRAILER_BYTES])
+        messages.append(_message(hosts, topic, header[3:16], size_bytes, header[2], body, promoted))
     return messages
 
 
-def _promoted_pairs(
-    data: bytes,
-) -> tuple[tuple[str, ...], str, str, tuple[tuple[str, str], ...]]:
-    """A record's properties (trailer excluded) as (keys, tags, uniq key, the others), in one
-    pass: what ``decode_properties`` and ``_promoted`` give together. CorruptRecordError for
-    anything those would refuse (the caller then takes the general path, which names it)."""
+# (keys, tags, uniq key, the other properties), as a Message holds them.
+_Promoted = tuple[tuple[str, ...], str, str, tuple[tuple[str, str], ...]]
+
+
+def _promoted_pairs(data: bytes) -> _Promoted:
+    """A record's properties (trailer excluded), promoted in one pass: what
+    ``decode_properties`` then ``_promoted`` give. CorruptRecordError for anything
+    ``decode_properties`` would refuse (the caller then takes the general path, which names
+    it)."""
     try:
         text = str(data, "utf-8")
     except UnicodeDecodeError as error:
@@ -130,26 +90,13 @@ def _promoted_pairs(
         return (), "", "", ()
     if text[-1] != PROPERTY_SEPARATOR:
         raise CorruptRecordError("properties do not end with the pair separator")
-    keys: str | None = None
-    tags: str | None = None
-    uniq_key: str | None = None
-    others: list[tuple[str, str]] = []
+    pairs: list[tuple[str, str]] = []
     for item in text[:-1].split(PROPERTY_SEPARATOR):
         name, separator, value = item.partition(NAME_VALUE_SEPARATOR)
         if not separator or NAME_VALUE_SEPARATOR in value:
             raise CorruptRecordError(f"property {item!r} is not one key/value pair")
-        if name == PROPERTY_TAGS:
-            if tags is None:
-                tags = value
-        elif name == PROPERTY_UNIQ_KEY:
-            if uniq_key is None:
-                uniq_key = value
-        elif name == PROPERTY_KEYS:
-            if keys is None:
-                keys = value
-        else:
-            others.append((name, value))
-    return split_keys(keys) if keys else (), tags or "", uniq_key or "", tuple(others)
+        pairs.append((name, value))
+    return _promoted(pairs)
 
 
 def _from_decoded(records: bytes) -> list[Message]:
@@ -160,11 +107,24 @@ def _from_decoded(records: bytes) -> list[Message]:
             f"a pulled record is corrupt, so none of this answer's messages is returned: {error}"
         ) from None
     hosts = _HostCache()
-    return [_message(hosts, row) for row in decoded]
+    # A DecodedRecord: the 13 fields from queue_id on, size, body CRC, topic, body, properties.
+    return [
+        _message(hosts, row[15], row[:13], row[13], row[14], row[16], _promoted(row[17]))
+        for row in decoded
+    ]
 
 
-def _message(hosts: _HostCache, row: Sequence[Any]) -> Message:
-    """The Message of one record's fields, in ``DecodedRecord``'s order."""
+def _message(
+    hosts: _HostCache,
+    topic: str,
+    fixed: Sequence[Any],
+    size_bytes: int,
+    body_crc: int,
+    body: bytes,
+    promoted: _Promoted,
+) -> Message:
+    """The Message of one record: ``fixed`` is its fields from queue_id to
+    prepared_transaction_offset, in the store's order."""
     (
         queue_id,
         flag,
@@ -179,14 +139,9 @@ def _message(hosts: _HostCache, row: Sequence[Any]) -> Message:
         store_port,
         reconsume_times,
         prepared_transaction_offset,
-        size_bytes,
-        body_crc,
-        topic,
-        body,
-        all_properties,
-    ) = row
+    ) = fixed
     store_text, encode_id = hosts.store((store_address, store_port))
-    keys, tags, uniq_key, properties = _promoted(all_properties)
+    keys, tags, uniq_key, properties = promoted
     return _new_message(
         topic,
         queue_id,
@@ -198,10 +153,10 @@ def _message(hosts: _HostCache, row: Sequence[Any]) -> Message:
         store_timestamp_ms,
         hosts.born((born_address, born_port)),
         store_text,
-        split_keys(keys) if keys else (),
-        tags or "",
-        uniq_key or "",
-        tuple(properties),
+        keys,
+        tags,
+        uniq_key,
+        properties,
         flag,
         sys_flag,
         reconsume_times,
@@ -235,10 +190,8 @@ class _HostCache:
         return known
 
 
-def _promoted(
-    all_properties: Sequence[tuple[str, str]],
-) -> tuple[str | None, str | None, str | None, list[tuple[str, str]]]:
-    """(KEYS, TAGS, UNIQ_KEY, the other properties): the first value of each promoted
+def _promoted(all_properties: Sequence[tuple[str, str]]) -> _Promoted:
+    """(keys, tags, uniq key, the other properties): the first value of each promoted
     property counts, as in StoredMessage."""
     keys: str | None = None
     tags: str | None = None
@@ -257,4 +210,4 @@ def _promoted(
                 keys = pair[1]
         else:
             properties.append(pair)
-    return keys, tags, uniq_key, properties
+    return split_keys(keys) if keys else (), tags or "", uniq_key or "", tuple(properties)

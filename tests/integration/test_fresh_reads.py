@@ -16,6 +16,7 @@ import pytest
 from raftlog.client import Admin, Consumer, NotFoundError, Producer
 from raftlog.testing.local_cluster import LocalCluster
 from tests.integration.test_failover import leader_address
+from tests.support.local_clusters import three_nodes
 
 NEW_TOPICS = 8
 # The barrier waits at most 1 s (fresh_read.CATCH_UP_MAX_S); the rest is the call itself.
@@ -24,19 +25,19 @@ NOT_FOUND_WITHIN_S = 3.0
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    running = LocalCluster(str(tmp_path / "data"), base_port=0)
-    running.start(wait_timeout_s=30)
-    try:
+    with three_nodes(tmp_path) as running:
         yield running
-    finally:
-        running.stop()
+
+
+def leader_and_followers(cluster: LocalCluster) -> tuple[str, list[str]]:
+    leader = leader_address(cluster)
+    return leader, [a for a in cluster.addresses if a != leader]
 
 
 def test_a_topic_just_created_on_the_leader_is_found_on_every_follower(
     cluster: LocalCluster,
 ) -> None:
-    leader = leader_address(cluster)
-    followers = [a for a in cluster.addresses if a != leader]
+    leader, followers = leader_and_followers(cluster)
     with Admin([leader]) as on_leader:
         for index in range(NEW_TOPICS):
             topic = f"fresh-{index}"
@@ -52,8 +53,7 @@ def test_a_topic_just_created_on_the_leader_is_found_on_every_follower(
 def test_a_message_just_stored_is_found_by_id_on_a_follower(
     cluster: LocalCluster,
 ) -> None:
-    leader = leader_address(cluster)
-    followers = [a for a in cluster.addresses if a != leader]
+    leader, followers = leader_and_followers(cluster)
     with Admin([leader]) as admin:
         admin.create_topic("ids", 1)
     with Producer([leader]) as producer:
@@ -66,8 +66,7 @@ def test_a_message_just_stored_is_found_by_id_on_a_follower(
 def test_what_does_not_exist_is_still_not_found_with_or_without_a_quorum(
     cluster: LocalCluster,
 ) -> None:
-    leader = leader_address(cluster)
-    follower = next(a for a in cluster.addresses if a != leader)
+    follower = leader_and_followers(cluster)[1][0]
     with Admin([follower]) as admin:
         started = time.monotonic()
         with pytest.raises(NotFoundError):

@@ -22,6 +22,7 @@ import pytest
 from raftlog.client import Consumer, Producer
 from raftlog.testing.local_cluster import LocalCluster
 from tests.integration.test_failover import leader_address
+from tests.support.local_clusters import three_nodes
 from tests.support.topics import create_everywhere
 
 TOPIC = "frozen"
@@ -35,12 +36,8 @@ FREEZE_S = 8.0
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    running = LocalCluster(str(tmp_path / "data"), base_port=0)
-    running.start(wait_timeout_s=30)
-    try:
+    with three_nodes(tmp_path) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def _send_until(producer: Producer, stop: threading.Event, acked: list[tuple[float, bytes]]):

@@ -29,6 +29,7 @@ from raftlog.client import Admin
 from raftlog.proto import client_pb2, client_pb2_grpc
 from raftlog.testing.local_cluster import LocalCluster
 from tests.integration.test_failover import leader_address
+from tests.support.local_clusters import three_nodes
 
 TOPIC = "stop"
 STOP_WITHIN_S = 2.5
@@ -39,14 +40,10 @@ LONG_POLL_MS = 30_000
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    running = LocalCluster(str(tmp_path / "data"), base_port=0)
-    running.start(wait_timeout_s=30)
-    try:
+    with three_nodes(tmp_path) as running:
         with Admin(running.addresses) as admin:
             admin.create_topic(TOPIC, 1)
         yield running
-    finally:
-        running.stop()
 
 
 @contextlib.contextmanager
