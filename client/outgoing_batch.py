@@ -127,7 +127,15 @@ def _message_proto(
         if not isinstance(body, bytearray | memoryview):
             raise TypeError(f"body must be bytes, not {type(body).__name__}")
         body = bytes(body)
-    proto = client_pb2.ProduceMessage(body=body, uniq_key=uniq_key or _UNIQ_KEYS.next())
+    # queue_id, when given, goes into the one constructor call (the common send_async form).
+    if queue_id is None:
+        proto = client_pb2.ProduceMessage(body=body, uniq_key=uniq_key or _UNIQ_KEYS.next())
+    elif sharding_key is not None:
+        raise ValueError("set at most one of queue_id and sharding_key")
+    else:
+        proto = client_pb2.ProduceMessage(
+            body=body, uniq_key=uniq_key or _UNIQ_KEYS.next(), queue_id=queue_id
+        )
     if keys:
         proto.keys.extend(keys)
     if tags:
@@ -138,11 +146,7 @@ def _message_proto(
         proto.flag = flag
     if born_timestamp_ms:
         proto.born_timestamp_ms = born_timestamp_ms
-    if queue_id is not None:
-        if sharding_key is not None:
-            raise ValueError("set at most one of queue_id and sharding_key")
-        proto.queue_id = queue_id
-    elif sharding_key is not None:
+    if sharding_key is not None:
         proto.sharding_key = sharding_key
     return proto
 
@@ -171,12 +175,14 @@ def one_message(
         properties=properties,
         uniq_key=uniq_key,
     )
-    return Batch.of(
+    # The Batch directly: ``delay`` was checked by delay_fields, and there is one message.
+    return Batch(
         topic,
         [message],
+        SendFuture(),
+        uniq_keys=[message.uniq_key],
         single=single,
-        delay_level=delay[0],
-        deliver_at_ms=delay[1],
+        delay=delay,
         size_bytes=len(body),
     )
 

@@ -264,6 +264,8 @@ def test_argument_checks(server: FakeServer) -> None:
         Producer([server.address], idempotent=False, producer_id="x")
     with pytest.raises(ValueError, match="at most one"):
         OutgoingMessage(body=b"", queue_id=1, sharding_key="k")
+    with producer(server) as p, pytest.raises(ValueError, match="at most one"):
+        p.send_async("t", b"x", queue_id=1, sharding_key="k")
     with producer(server) as p, pytest.raises(ValueError, match="at least one"):
         p.send_batch("t", [])
 
