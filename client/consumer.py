@@ -362,8 +362,12 @@ class Consumer:
         # round with a long poll takes at least a slice, so the count is bounded too.
         max_rounds = 2 + int(timeout_s / _MULTI_QUEUE_POLL_SLICE_S) + len(queue_ids)
         for _ in range(max_rounds):
-            remaining_s = deadline - time.monotonic()
             for index in range(len(queue_ids)):
+                # Per queue, not per sweep: a sweep of idle queues, each long-polled for a
+                # slice, would otherwise overrun the deadline by up to a slice per queue.
+                remaining_s = deadline - time.monotonic()
+                if not first_sweep and remaining_s <= 0:
+                    return []
                 queue_id = queue_ids[(self._rotation + index) % len(queue_ids)]
                 if first_sweep:
                     long_poll_s = 0.0
