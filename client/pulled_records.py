@@ -30,11 +30,10 @@ from raftlog.client.record_columns import HEADER_BYTES, HEADER_V4, TRAILER_BYTES
 from raftlog.store.errors import CorruptRecordError
 from raftlog.store.message_id import message_id_encoder
 from raftlog.store.record import (
-    NAME_VALUE_SEPARATOR,
     PROPERTY_KEYS,
-    PROPERTY_SEPARATOR,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
+    decode_properties,
     decode_records,
     split_keys,
     unpack_address,
@@ -68,35 +67,14 @@ def _from_columns(
         size_bytes = header[0]
         body_start = start + HEADER_BYTES
         body = records[body_start : body_start + header[16]]
-        promoted = _promoted_pairs(records[properties_start : start + size_bytes - TRAILER_BYTES])
+        properties = records[properties_start : start + size_bytes - TRAILER_BYTES]
+        promoted = _promoted(decode_properties(properties))
         messages.append(_message(hosts, topic, header[3:16], size_bytes, header[2], body, promoted))
     return messages
 
 
 # (keys, tags, uniq key, the other properties), as a Message holds them.
 _Promoted = tuple[tuple[str, ...], str, str, tuple[tuple[str, str], ...]]
-
-
-def _promoted_pairs(data: bytes) -> _Promoted:
-    """A record's properties (trailer excluded), promoted in one pass: what
-    ``decode_properties`` then ``_promoted`` give. CorruptRecordError for anything
-    ``decode_properties`` would refuse (the caller then takes the general path, which names
-    it)."""
-    try:
-        text = str(data, "utf-8")
-    except UnicodeDecodeError as error:
-        raise CorruptRecordError(f"properties are not UTF-8: {error}") from error
-    if not text:
-        return (), "", "", ()
-    if text[-1] != PROPERTY_SEPARATOR:
-        raise CorruptRecordError("properties do not end with the pair separator")
-    pairs: list[tuple[str, str]] = []
-    for item in text[:-1].split(PROPERTY_SEPARATOR):
-        name, separator, value = item.partition(NAME_VALUE_SEPARATOR)
-        if not separator or NAME_VALUE_SEPARATOR in value:
-            raise CorruptRecordError(f"property {item!r} is not one key/value pair")
-        pairs.append((name, value))
-    return _promoted(pairs)
 
 
 def _from_decoded(records: bytes) -> list[Message]:

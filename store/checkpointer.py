@@ -27,6 +27,7 @@ Rules this module keeps:
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -74,19 +75,15 @@ class Checkpointer:
         """Save a checkpoint at ``flushed`` (the CommitLog flush that returned it) and, after a
         derived flush, ``dispatched`` (None: keep the recorded one). Call under ``lock``."""
         now_ms = self._now_ms()
-        recorded = self._recorded
-        checkpoint = Checkpoint(
-            flushed_physical_offset=flushed,
-            dispatched_physical_offset=(
-                recorded.dispatched_physical_offset if dispatched is None else dispatched
-            ),
-            flushed_timestamp_ms=now_ms,
-            index_timestamp_ms=recorded.index_timestamp_ms if dispatched is None else now_ms,
+        checkpoint = dataclasses.replace(
+            self._recorded, flushed_physical_offset=flushed, flushed_timestamp_ms=now_ms
         )
-        save_checkpoint(self._fs, self._root_dir, checkpoint)
-        self._recorded = checkpoint
         if dispatched is not None:
+            checkpoint = dataclasses.replace(
+                checkpoint, dispatched_physical_offset=dispatched, index_timestamp_ms=now_ms
+            )
             self._derived_flushed_at_s = time.monotonic()
+        self._save(checkpoint)
         return checkpoint
 
     def lower(self, flushed_max: int, dispatched_max: int) -> None:
@@ -99,11 +96,14 @@ class Checkpointer:
             and recorded.dispatched_physical_offset <= dispatched_max
         ):
             return
-        lowered = Checkpoint(
-            flushed_physical_offset=min(recorded.flushed_physical_offset, flushed_max),
-            dispatched_physical_offset=min(recorded.dispatched_physical_offset, dispatched_max),
-            flushed_timestamp_ms=recorded.flushed_timestamp_ms,
-            index_timestamp_ms=recorded.index_timestamp_ms,
+        self._save(
+            dataclasses.replace(
+                recorded,
+                flushed_physical_offset=min(recorded.flushed_physical_offset, flushed_max),
+                dispatched_physical_offset=min(recorded.dispatched_physical_offset, dispatched_max),
+            )
         )
-        save_checkpoint(self._fs, self._root_dir, lowered)
-        self._recorded = lowered
+
+    def _save(self, checkpoint: Checkpoint) -> None:
+        save_checkpoint(self._fs, self._root_dir, checkpoint)
+        self._recorded = checkpoint
