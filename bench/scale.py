@@ -15,8 +15,9 @@ Parts (each runnable alone with ``--only``; ``restart`` and ``catchup`` share on
   caught up. Then a fresh fourth node started with ``--join`` (it asks the cluster to add it
   as a learner) catches up the whole log: the same figure from an empty data directory.
 - ``rss``: a 3-node cluster holding ``--stored-gib`` (bodies of ``--rss-body-bytes``, large so
-  the fill is quick); each node's VmRSS (and VmHWM, the peak) from /proc/<pid>/status after the
-  fill, after every node restarted, and after every queue was read from its first offset
+  the fill is quick); each node's VmRSS (and VmHWM, the peak) from /proc/<pid>/status right
+  after the fill, 3 s later (an idle node gives memory back: node/heap.py), after every node
+  restarted, and after every queue was read from its first offset
   (fast Pull form) through the leader and through a follower.
 - ``queues``: the typed ``Producer.send_async`` (idempotent, defaults), round robin over a
   topic of ``--queues`` queues against a topic of 1 queue, same body size, window and budget;
@@ -88,6 +89,7 @@ CLUSTER_START_TIMEOUT_S = 60.0
 POLL_S = 0.02
 PULL_MAX_MESSAGES = 1024
 STATUS_TIMEOUT_S = 0.5
+IDLE_RELEASE_S = 3.0
 ADMIN_STUB: Any = client_pb2_grpc.AdminStub
 
 
@@ -506,6 +508,16 @@ def measure_rss(
         fill(leader, TOPIC, stored_bytes, body_bytes, fill_seconds)
         wait_applied(cluster.addresses, leader, timeout_s)
         figures.append(rss_figure(cluster, "after the fill", stored_bytes, body_bytes=body_bytes))
+        # A node releases memory on its second housekeeping tick without a write (node/heap.py).
+        time.sleep(IDLE_RELEASE_S)
+        figures.append(
+            rss_figure(
+                cluster,
+                f"{IDLE_RELEASE_S:.0f} s after the writes stopped",
+                stored_bytes,
+                body_bytes=body_bytes,
+            )
+        )
         cluster.stop(timeout_s=30)
         cluster.start(timeout_s)
         leader = cluster.leader_address() or ""

@@ -28,6 +28,7 @@ import time
 from types import FrameType
 
 from raftlog.node.config import NodeConfig, parse_address
+from raftlog.node.heap import IdleMemory, limit_arenas
 from raftlog.node.masterslave.group import MasterSlaveMember
 from raftlog.node.metrics import NodeMetrics
 from raftlog.node.peer.dialer import PeerDialer
@@ -93,6 +94,10 @@ class Node:
             else RaftMember(config, store_host, dialer)
         )
         self.store = self.member.store
+        member = self.member
+        self._idle_memory = IdleMemory(
+            member.drop_caches if isinstance(member, RaftMember) else lambda: None
+        )
         limits = service_limits(config)
         self.metrics: NodeMetrics | None = None
         try:
@@ -144,6 +149,7 @@ class Node:
                     self.member.save_applied_state()
                 if ticks % _RETENTION_EVERY_CHECKPOINTS == 0:
                     self.member.run_retention()
+                self._idle_memory.tick(self.store.commit_log.max_offset)
             except TimeoutError:
                 _log.warning("housekeeping: the raft loop did not answer in time; next second")
             except Exception:
@@ -200,6 +206,7 @@ def serve(config: NodeConfig) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    limit_arenas()
     sys.setswitchinterval(config.switch_interval_us / 1_000_000)
     node = Node(config)
     node.start()

@@ -239,6 +239,10 @@ class RaftMember:
         (applied_state.py); the node's housekeeping calls it every second."""
         self.replica.save_applied_state()
 
+    def drop_caches(self, timeout_s: float = 5.0) -> None:
+        """Drop the Raft log's in-memory entries (the node's housekeeping, once idle)."""
+        self.replica.run_on_loop(self.replica.raft_log.forget_recent, timeout_s)
+
     def start(self) -> None:
         self.replica.start()
         self.scheduler.start()

@@ -424,7 +424,7 @@ class RaftLogStorage:
         recent = self._recent
         keep = first_new_index - self._recent_first
         if not 0 <= keep <= len(recent):
-            self._forget_recent()
+            self.forget_recent()
             self._recent_first = first_new_index
             keep = 0
         for dropped in recent[keep:]:
@@ -439,7 +439,8 @@ class RaftLogStorage:
         del recent[:drop]
         self._recent_first += drop
 
-    def _forget_recent(self) -> None:
+    def forget_recent(self) -> None:
+        """Drop the in-memory entries (a cache: they are read back from the CommitLog)."""
         self._recent.clear()
         self._recent_bytes = 0
 
@@ -550,7 +551,7 @@ class RaftLogStorage:
             )
         self._index.reset(meta.index + 1)
         self._index_synced_through = meta.index
-        self._forget_recent()
+        self.forget_recent()
         if commit_log.min_offset <= end_physical_offset < commit_log.max_offset:
             self._truncate_commit_log(end_physical_offset)
         self._point = _SnapshotPoint(meta, end_physical_offset)

@@ -2,8 +2,10 @@
 
 Rules this module keeps:
 - CreateTopic and TransferLeadership go through the WritePath (leader only, replicated);
-  ListTopics, DescribeTopic and ClusterStatus answer from this member's own state and never
-  wait on the network.
+  ListTopics, DescribeTopic and ClusterStatus answer from this member's own state. A member
+  behind the leader does not omit a topic acknowledged before the call: ListTopics passes
+  the read barrier first, DescribeTopic before answering NOT_FOUND (fresh_read.py), each at
+  most 1 s; ClusterStatus never waits on the network.
 - CreateTopic checks what it can before the write path (name, reserved prefix, 1 <= queue_count
   <= ``max_topic_queue_count``, room for a new topic under ``max_topic_count``); a count
   below the current one is refused by the topic table, and in this RPC the store's
@@ -25,7 +27,7 @@ import grpc
 from raftlog.node.errors import InvalidRequestError, MembershipRefusedError
 from raftlog.node.membership import MemberEntry, Membership, MembershipView
 from raftlog.node.messaging.retry import is_node_topic
-from raftlog.node.services.fresh_read import read_fresh
+from raftlog.node.services.fresh_read import catch_up, read_fresh
 from raftlog.node.services.limits import (
     LimitReachedError,
     ServiceLimits,
@@ -118,6 +120,7 @@ class AdminService(client_pb2_grpc.AdminServicer):
         self, request: client_pb2.ListTopicsRequest, context: grpc.ServicerContext
     ) -> client_pb2.ListTopicsResponse:
         with abort_on_error(context):
+            catch_up(self._write_path, context)  # a list cannot name what it lacks
             return client_pb2.ListTopicsResponse(
                 topics=[_topic_info(config) for config in self._store.list_topics()]
             )

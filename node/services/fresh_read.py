@@ -14,6 +14,8 @@ Rules this module keeps:
 - The wait is bounded by ``CATCH_UP_MAX_S`` and by the call's deadline; when the barrier
   cannot be passed (no leader, no quorum) the original error is the answer, unchanged.
 - One retry: the read runs at most twice.
+- A list (ListTopics) cannot tell what it lacks, so it catches up first, every time, under
+  the same bounds; a member that cannot pass the barrier lists what it holds.
 """
 
 from __future__ import annotations
@@ -48,10 +50,16 @@ def read_fresh(
     try:
         return read()
     except maybe_behind:
-        remaining_s = context.time_remaining()
-        budget_s = CATCH_UP_MAX_S
-        if remaining_s is not None:
-            budget_s = min(budget_s, remaining_s - _ANSWER_MARGIN_S)
-        if budget_s <= 0 or not write_path.catch_up(budget_s):
+        if not catch_up(write_path, context):
             raise
     return read()
+
+
+def catch_up(write_path: WritePath, context: grpc.ServicerContext) -> bool:
+    """Pass the read barrier within ``CATCH_UP_MAX_S`` and the call's deadline; whether it
+    passed (this member then holds everything acknowledged before the call)."""
+    remaining_s = context.time_remaining()
+    budget_s = CATCH_UP_MAX_S
+    if remaining_s is not None:
+        budget_s = min(budget_s, remaining_s - _ANSWER_MARGIN_S)
+    return budget_s > 0 and write_path.catch_up(budget_s)

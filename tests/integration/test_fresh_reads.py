@@ -50,6 +50,18 @@ def test_a_topic_just_created_on_the_leader_is_found_on_every_follower(
                 assert on_follower.describe_topic(topic).topic.queue_count == 2
 
 
+def test_a_topic_just_created_on_the_leader_is_listed_by_every_follower(
+    cluster: LocalCluster,
+) -> None:
+    leader, followers = leader_and_followers(cluster)
+    with Admin([leader]) as on_leader, Admin([followers[0]]) as a, Admin([followers[1]]) as b:
+        for index in range(NEW_TOPICS):
+            topic = f"listed-{index}"
+            on_leader.create_topic(topic, 1)
+            on_follower = (a, b)[index % 2]
+            assert topic in {info.name for info in on_follower.list_topics()}
+
+
 def test_a_message_just_stored_is_found_by_id_on_a_follower(
     cluster: LocalCluster,
 ) -> None:
@@ -80,4 +92,7 @@ def test_what_does_not_exist_is_still_not_found_with_or_without_a_quorum(
         started = time.monotonic()
         with pytest.raises(NotFoundError):
             admin.describe_topic("never-created")
+        assert time.monotonic() - started < NOT_FOUND_WITHIN_S
+        started = time.monotonic()
+        assert "never-created" not in {info.name for info in admin.list_topics()}
         assert time.monotonic() - started < NOT_FOUND_WITHIN_S

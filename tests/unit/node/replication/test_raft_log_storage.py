@@ -150,6 +150,24 @@ def test_conflicting_tail_is_replaced_and_rewritten_in_place() -> None:
     assert all_entries(open_storage(fs))[8:] == replacement
 
 
+def test_forgotten_recent_entries_are_read_back_and_appending_goes_on() -> None:
+    fs = SimFileSystem()
+    storage = open_storage(fs)
+    leader = LeaderLog(SEGMENT_SIZE_BYTES)
+    first = leader.entries(1, 1, specs(20))
+    storage.append(first)
+    storage.forget_recent()  # what an idle node does (node/heap.py)
+    assert all_entries(storage) == first
+    rest = leader.entries(21, 1, specs(10, seed=3))
+    storage.append(rest)
+    storage.forget_recent()
+    storage.forget_recent()
+    replacement = leader.entries(25, 2, specs(4, seed=4))
+    storage.append(replacement)  # a conflicting tail after a forget
+    assert all_entries(storage) == first + rest[:4] + replacement
+    assert storage.entries(22, 26, 1 << 30) == rest[1:4] + replacement[:1]
+
+
 def test_truncating_at_or_below_the_commit_index_is_refused() -> None:
     storage = open_storage(SimFileSystem())
     leader = LeaderLog(SEGMENT_SIZE_BYTES)
