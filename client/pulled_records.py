@@ -7,7 +7,8 @@ This runs once per consumed message, so it has a fast path and a general one:
   (structure, and the ``__CRC32#`` trailer, one CRC per record over every byte before it,
   the body and its ``body_crc`` included; the store refused a record whose body CRC did not
   match when it was written, so the body is not CRC'd twice). Each record's fixed fields
-  are then read with one unpack.
+  are then read with one unpack, its properties parsed and promoted in one pass, and its
+  hosts converted only when they differ from the previous record's.
 - General: anything else (an IPv6 host, several topics, a record that does not check out)
   goes through the store's ``decode_records``, which checks the body CRC too and names a
   corrupt record. The fast path never decides that data is corrupt: it only declines, so
@@ -30,11 +31,13 @@ from raftlog.client.record_columns import HEADER_BYTES, HEADER_V4, TRAILER_BYTES
 from raftlog.store.errors import CorruptRecordError
 from raftlog.store.message_id import message_id_encoder
 from raftlog.store.record import (
+    NAME_VALUE_SEPARATOR,
     PROPERTY_KEYS,
+    PROPERTY_SEPARATOR,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
-    decode_properties,
     decode_records,
+    encode_properties,
     split_keys,
     unpack_address,
 )
@@ -58,18 +61,62 @@ def messages_from_records(records: bytes) -> list[Message]:
 def _from_columns(
     topic: str, records: bytes, starts: Sequence[int], properties_starts: Sequence[int]
 ) -> list[Message]:
+    # The fields are taken by index and the Message built here, not through ``_message``:
+    # this loop runs once per consumed message, and the call and its tuples were a fifth of it.
     hosts = _HostCache()
     unpack = HEADER_V4.unpack_from
+    new_message = _new_message
     messages: list[Message] = []
+    append = messages.append
+    # A batch's records nearly always share their hosts: the last ones are kept at hand
+    # (``starts`` is never empty: record_columns locates at least one record).
+    first = unpack(records, starts[0])
+    born_host = (first[9], first[10])
+    born_text = hosts.born(born_host)
+    store_host = (first[12], first[13])
+    store_text, encode_id = hosts.store(store_host)
     for start, properties_start in zip(starts, properties_starts, strict=True):
-        # total_size, magic, body_crc, the 13 fields from queue_id on, body_length.
+        # total_size, magic, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+        # born_timestamp, born ip, born port, store_timestamp, store ip, store port,
+        # reconsume_times, prepared_transaction_offset, body_length.
         header = unpack(records, start)
         size_bytes = header[0]
         body_start = start + HEADER_BYTES
-        body = records[body_start : body_start + header[16]]
-        properties = records[properties_start : start + size_bytes - TRAILER_BYTES]
-        promoted = _promoted(decode_properties(properties))
-        messages.append(_message(hosts, topic, header[3:16], size_bytes, header[2], body, promoted))
+        keys, tags, uniq_key, properties = _promoted(
+            records[properties_start : start + size_bytes - TRAILER_BYTES]
+        )
+        if header[9] != born_host[0] or header[10] != born_host[1]:
+            born_host = (header[9], header[10])
+            born_text = hosts.born(born_host)
+        if header[12] != store_host[0] or header[13] != store_host[1]:
+            store_host = (header[12], header[13])
+            store_text, encode_id = hosts.store(store_host)
+        physical_offset = header[6]
+        append(
+            new_message(
+                topic,
+                header[3],
+                header[5],
+                physical_offset,
+                encode_id(physical_offset),
+                records[body_start : body_start + header[16]],
+                header[8],
+                header[11],
+                born_text,
+                store_text,
+                keys,
+                tags,
+                uniq_key,
+                properties,
+                header[4],
+                header[7],
+                header[14],
+                header[15],
+                size_bytes,
+                header[2],
+                "",
+            )
+        )
     return messages
 
 
@@ -87,7 +134,16 @@ def _from_decoded(records: bytes) -> list[Message]:
     hosts = _HostCache()
     # A DecodedRecord: the 13 fields from queue_id on, size, body CRC, topic, body, properties.
     return [
-        _message(hosts, row[15], row[:13], row[13], row[14], row[16], _promoted(row[17]))
+        _message(
+            hosts,
+            row[15],
+            row[:13],
+            row[13],
+            row[14],
+            row[16],
+            # Decoded and checked already: encoded again, so both paths promote alike.
+            _promoted(encode_properties(row[17])),
+        )
         for row in decoded
     ]
 
@@ -168,24 +224,37 @@ class _HostCache:
         return known
 
 
-def _promoted(all_properties: Sequence[tuple[str, str]]) -> _Promoted:
-    """(keys, tags, uniq key, the other properties): the first value of each promoted
-    property counts, as in StoredMessage."""
+def _promoted(encoded: bytes) -> _Promoted:
+    """(keys, tags, uniq key, the other properties) of a record's encoded property list
+    (``key\\x01value\\x02`` pairs, the trailer excluded): the first value of each promoted
+    property counts, as in StoredMessage. Parsed and sorted in one pass, not through the
+    store's ``decode_properties`` (a tuple per pair, then a second loop: a third more time, once
+    per consumed message); it refuses what that refuses, with CorruptRecordError."""
+    try:
+        text = str(encoded, "utf-8")
+    except UnicodeDecodeError as error:
+        raise CorruptRecordError(f"properties are not UTF-8: {error}") from None
+    if not text:
+        return (), "", "", ()
+    if text[-1] != PROPERTY_SEPARATOR:
+        raise CorruptRecordError("properties do not end with the pair separator \\x02")
     keys: str | None = None
     tags: str | None = None
     uniq_key: str | None = None
     properties: list[tuple[str, str]] = []
-    for pair in all_properties:
-        name = pair[0]
+    for item in text[:-1].split(PROPERTY_SEPARATOR):
+        name, separator, value = item.partition(NAME_VALUE_SEPARATOR)
+        if not separator or NAME_VALUE_SEPARATOR in value:
+            raise CorruptRecordError(f"property {item!r} is not one key\\x01value pair")
         if name == PROPERTY_TAGS:
             if tags is None:
-                tags = pair[1]
+                tags = value
         elif name == PROPERTY_UNIQ_KEY:
             if uniq_key is None:
-                uniq_key = pair[1]
+                uniq_key = value
         elif name == PROPERTY_KEYS:
             if keys is None:
-                keys = pair[1]
+                keys = value
         else:
-            properties.append(pair)
+            properties.append((name, value))
     return split_keys(keys) if keys else (), tags or "", uniq_key or "", tuple(properties)

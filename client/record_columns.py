@@ -105,6 +105,8 @@ def record_columns(records: bytes) -> RecordColumns | None:
     """The records of a Pull answer (``return_records``), checked and located, or None when
     they are not all IPv4-hosted records of one topic whose structure and trailer CRC check
     out (decode those with ``messages_from_records``)."""
+    if not isinstance(records, bytes):
+        records = bytes(records)
     view = memoryview(records)
     end = len(view)
     topic_prefix = _topic_prefix(view)
@@ -118,6 +120,9 @@ def record_columns(records: bytes) -> RecordColumns | None:
     properties_starts = array("q")
     unpack = _FIXED.unpack_from
     crc32 = zlib.crc32
+    # bytes.startswith and indexing, not memoryview slices compared: no object per check
+    # (this loop runs once per consumed message).
+    starts_with = records.startswith
     topic_bytes = len(topic_prefix)
     pos = 0
     # Bounded: every round moves ``pos`` forward by a record's size (at least the header) or
@@ -125,7 +130,7 @@ def record_columns(records: bytes) -> RecordColumns | None:
     while pos < end:
         if end - pos < HEADER_BYTES + topic_bytes + 2:
             return None
-        total_size, magic, sys_flag_low, body_bytes = unpack(view, pos)
+        total_size, magic, sys_flag_low, body_bytes = unpack(records, pos)
         record_end = pos + total_size
         topic_pos = pos + HEADER_BYTES + body_bytes
         properties_pos = topic_pos + topic_bytes + 2
@@ -136,13 +141,14 @@ def record_columns(records: bytes) -> RecordColumns | None:
             or body_bytes < 0
             or record_end > end
             or trailer_pos < properties_pos
-            or view[topic_pos : topic_pos + topic_bytes] != topic_prefix
-            or (view[properties_pos - 2] << 8 | view[properties_pos - 1])
+            or not starts_with(topic_prefix, topic_pos)
+            or (records[properties_pos - 2] << 8 | records[properties_pos - 1])
             != record_end - properties_pos
-            or (trailer_pos > properties_pos and view[trailer_pos - 1] != PAIR_END_BYTE)
-            or view[trailer_pos : record_end - _TRAILER_DIGITS_AND_END] != _TRAILER_PREFIX
-            or view[record_end - _TRAILER_DIGITS_AND_END : record_end]
-            != b"%010d\x02" % crc32(view[pos:trailer_pos])
+            or (trailer_pos > properties_pos and records[trailer_pos - 1] != PAIR_END_BYTE)
+            or not starts_with(_TRAILER_PREFIX, trailer_pos)
+            or not starts_with(
+                b"%010d\x02" % crc32(view[pos:trailer_pos]), record_end - _TRAILER_DIGITS_AND_END
+            )
         ):
             return None
         starts.append(pos)

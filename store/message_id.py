@@ -59,8 +59,7 @@ def message_id_encoder(store_host: tuple[str, int]) -> Callable[[int], str]:
     """``encode_message_id`` for one fixed host, with the host part encoded once (the write
     path makes an id per message)."""
     prefix = encode_message_id(store_host, 0)[:-_OFFSET_HEX_DIGITS]
-
-    def encode(physical_offset: int) -> str:
-        return f"{prefix}{physical_offset:0{_OFFSET_HEX_DIGITS}X}"
-
+    # The prefix is hex digits, so it holds no "%". One bound ``%`` per id: half the time of
+    # an f-string whose width is itself a field (consumers make an id per message they read).
+    encode: Callable[[int], str] = f"{prefix}%0{_OFFSET_HEX_DIGITS}X".__mod__
     return encode

@@ -86,6 +86,27 @@ def test_the_fast_path_equals_the_original_forms(drawn: list[Any], address: int)
     assert messages_from_records(b"".join(encoded)) == _original_forms(encoded)
 
 
+def test_hosts_that_change_within_an_answer_are_read_for_every_record() -> None:
+    # The fast path keeps the last hosts at hand: a change of address or of port alone counts.
+    hosts = [("10.0.0.1", 7701), ("10.0.0.2", 7701), ("10.0.0.2", 7702), ("10.0.0.1", 7701)]
+    encoded = [
+        encode_record(
+            make_record(
+                topic="t",
+                physical_offset=100 * index,
+                born_host=hosts[(index + 1) % len(hosts)],
+                store_host=hosts[index],
+            )
+        )
+        for index in range(len(hosts))
+    ]
+    assert record_columns(b"".join(encoded)) is not None
+    decoded = messages_from_records(b"".join(encoded))
+    assert decoded == _original_forms(encoded)
+    assert [m.store_host for m in decoded] == [f"{ip}:{port}" for ip, port in hosts]
+    assert len({m.msg_id[:-16] for m in decoded}) == 3
+
+
 def test_a_corrupt_record_of_the_fast_path_gets_the_general_paths_error() -> None:
     ipv4 = [RECORDS[0], RECORDS[2]]
     encoded = [bytearray(encode_record(record)) for record in ipv4]
