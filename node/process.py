@@ -14,7 +14,8 @@ Rules this module keeps: a housekeeping thread checkpoints the store and, in Raf
 applied state every second (they bound what recovery re-dispatches and re-applies) and every
 few seconds asks the member to run retention (the
 store never runs retention on its own in a node: in Raft mode deleting an entry's bytes must
-follow Raft compaction).
+follow Raft compaction). Once a tick passes without a write, it gives memory back (node/heap.py:
+the Raft log's entry cache, then ``malloc_trim``); ``serve`` caps malloc's arenas first.
 """
 
 from __future__ import annotations
