@@ -303,8 +303,8 @@ def store_messages(
     queue_count: int | None = None
     converted: list[Message] = []
     for index, message in enumerate(messages):
-        _check_produce_message(index, message)
         queue_kind = message.WhichOneof("queue")
+        _check_produce_message(index, message, queue_kind)
         if queue_kind == "queue_id":
             queue_id = message.queue_id
         else:
@@ -322,14 +322,17 @@ def store_message(
     topic: str, queue_id: int, message: client_pb2.ProduceMessage, born_host: tuple[str, int]
 ) -> Message:
     """One ProduceMessage as a store Message in ``queue_id`` (fields already checked)."""
+    # Empty repeated fields (the common case) skip the tuple building: this runs per message.
+    keys = message.keys
+    properties = message.properties
     return Message(
         topic=topic,
         queue_id=queue_id,
         body=message.body,
         tags=message.tags,
-        keys=tuple(message.keys),
+        keys=tuple(keys) if keys else (),
         uniq_key=message.uniq_key,
-        properties=tuple((prop.name, prop.value) for prop in message.properties),
+        properties=tuple([(prop.name, prop.value) for prop in properties]) if properties else (),
         flag=message.flag,
         # 0 = the server's clock (client.proto); the store stamps it.
         born_timestamp_ms=message.born_timestamp_ms or None,
@@ -339,15 +342,20 @@ def store_message(
     )
 
 
-def _check_produce_message(index: int, message: client_pb2.ProduceMessage) -> None:
-    where = f"messages[{index}]"
-    if message.WhichOneof("queue") == "queue_id":
-        require_non_negative(message.queue_id, f"{where}.queue_id")
-    require_non_negative(message.born_timestamp_ms, f"{where}.born_timestamp_ms")
-    require_non_negative(message.reconsume_times, f"{where}.reconsume_times")
+def _check_produce_message(
+    index: int, message: client_pb2.ProduceMessage, queue_kind: str | None
+) -> None:
+    # The field names are formatted only for an error: this runs once per produced message.
+    where = "messages[{}].{}".format
+    if queue_kind == "queue_id" and message.queue_id < 0:
+        require_non_negative(message.queue_id, where(index, "queue_id"))
+    if message.born_timestamp_ms < 0:
+        require_non_negative(message.born_timestamp_ms, where(index, "born_timestamp_ms"))
+    if message.reconsume_times < 0:
+        require_non_negative(message.reconsume_times, where(index, "reconsume_times"))
     if message.sys_flag & ~ALLOWED_SYS_FLAG_BITS:
         raise InvalidRequestError(
-            f"{where}.sys_flag {message.sys_flag:#x} sets bits outside "
+            f"{where(index, 'sys_flag')} {message.sys_flag:#x} sets bits outside "
             f"{ALLOWED_SYS_FLAG_BITS:#x} (compressed, multi-tags, transaction); the host bits "
             "are derived from the hosts"
         )

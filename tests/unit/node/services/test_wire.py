@@ -179,12 +179,12 @@ def test_queue_count_is_asked_only_when_needed() -> None:
 @pytest.mark.parametrize(
     ("fields", "words"),
     [
-        ({"queue_id": -1}, "messages[1].queue_id"),
-        ({"born_timestamp_ms": -1}, "born_timestamp_ms"),
-        ({"reconsume_times": -2}, "reconsume_times"),
-        ({"sys_flag": 0x10}, "sys_flag"),
-        ({"sys_flag": 0x40}, "sys_flag"),
-        ({"sys_flag": -1}, "sys_flag"),
+        ({"queue_id": -1}, "messages[1].queue_id must be >= 0, got -1"),
+        ({"born_timestamp_ms": -1}, "messages[1].born_timestamp_ms must be >= 0, got -1"),
+        ({"reconsume_times": -2}, "messages[1].reconsume_times must be >= 0, got -2"),
+        ({"sys_flag": 0x10}, "messages[1].sys_flag 0x10 sets bits outside"),
+        ({"sys_flag": 0x40}, "messages[1].sys_flag 0x40 sets bits outside"),
+        ({"sys_flag": -1}, "messages[1].sys_flag -0x1 sets bits outside"),
     ],
 )
 def test_bad_produce_message_fields(fields: dict[str, Any], words: str) -> None:
