@@ -10,8 +10,9 @@ hour ago would still look as large as during it.
 Rules this module keeps:
 - A node uses at most ``MALLOC_ARENAS`` arenas, set before its first thread starts, unless
   its environment sets ``MALLOC_ARENA_MAX`` (glibc applied that already; the operator's
-  choice wins). Measured (docs/PERFORMANCE.md, "Memory"): right after 2 GiB of 64 KiB writes
-  149-182 MiB instead of 176-258, and produce throughput the same within noise.
+  choice wins). Measured (docs/PERFORMANCE.md, "Idle release and two arenas"): right after
+  2 GiB of 64 KiB writes 149-182 MiB instead of 176-258, and produce throughput the same
+  within noise.
 - Release happens only after a whole housekeeping tick without a write (the CommitLog's end
   did not move), and once per idle spell: under load a trim would be undone at once, and the
   in-memory entries are what the leader sends and applies next.
@@ -22,7 +23,6 @@ Rules this module keeps:
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 from collections.abc import Callable
@@ -36,12 +36,11 @@ _M_ARENA_MAX = -8
 
 
 def _glibc_function(name: str) -> Callable[..., int] | None:
-    library = ctypes.util.find_library("c")
-    if library is None:
-        return None
+    """``name`` from the C library the interpreter runs on, or None where it has none (musl,
+    macOS). The process's own symbols: no library search (which may spawn ldconfig)."""
     try:
         # ctypes.CDLL calls release the GIL: a trim does not stop the Raft loop.
-        function: Callable[..., int] = getattr(ctypes.CDLL(library), name)
+        function: Callable[..., int] = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
         return None
     return function

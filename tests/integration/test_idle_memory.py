@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from raftlog.bench.scale import proc_memory_mib as memory_mib
 from raftlog.client import Admin, Producer
 from raftlog.testing.local_cluster import LocalCluster
 from tests.support.local_clusters import three_nodes
@@ -22,16 +23,6 @@ MESSAGES = 192  # 48 MiB: more than the 32 MiB of entries the Raft log keeps in 
 # in the heap the freed buffers lay (19-90 MiB seen); without the release, nothing (0-1 MiB).
 RELEASED_MIB = 12
 RELEASE_WITHIN_S = 10.0
-
-
-def memory_mib(pid: int) -> dict[str, float]:
-    found: dict[str, float] = {}
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        for line in status:
-            name, _, value = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                found[name] = int(value.split()[0]) / 1024
-    return found
 
 
 def node_pids(cluster: LocalCluster) -> dict[str, int]:
