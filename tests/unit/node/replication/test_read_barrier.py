@@ -78,7 +78,7 @@ def test_a_round_started_before_a_waiter_arrived_does_not_pass_it() -> None:
     replica = FakeReplica()
     barrier = barrier_of(replica)
     first: list[bool] = []
-    waiting(barrier, first)
+    first_thread = waiting(barrier, first)
     replica.await_rounds(1)
     time.sleep(0.01)
     late: list[bool] = []
@@ -88,6 +88,9 @@ def test_a_round_started_before_a_waiter_arrived_does_not_pass_it() -> None:
     replica.await_rounds(2)  # the late one starts (or joins) a round after its arrival
     assert late == []
     replica.answer(1)
+    # Both joined: on a loaded machine the first waiter may not have run since its round was
+    # answered (CI once saw ``first == []`` here when only the late one was joined).
+    first_thread.join(WAIT_S)
     late_thread.join(WAIT_S)
     assert first == [True] and late == [True]
 
