@@ -7,8 +7,8 @@ This runs once per consumed message, so it has a fast path and a general one:
   (structure, and the ``__CRC32#`` trailer, one CRC per record over every byte before it,
   the body and its ``body_crc`` included; the store refused a record whose body CRC did not
   match when it was written, so the body is not CRC'd twice). Each record's fixed fields
-  are then read with one unpack, its properties parsed and promoted in one pass, and its
-  hosts converted only when they differ from the previous record's.
+  are then read with one unpack, its properties with the store's ``decode_properties``, and
+  its hosts converted only when they differ from the previous record's.
 - General: anything else (an IPv6 host, several topics, a record that does not check out)
   goes through the store's ``decode_records``, which checks the body CRC too and names a
   corrupt record. The fast path never decides that data is corrupt: it only declines, so
@@ -31,13 +31,11 @@ from raftlog.client.record_columns import HEADER_BYTES, HEADER_V4, TRAILER_BYTES
 from raftlog.store.errors import CorruptRecordError
 from raftlog.store.message_id import message_id_encoder
 from raftlog.store.record import (
-    NAME_VALUE_SEPARATOR,
     PROPERTY_KEYS,
-    PROPERTY_SEPARATOR,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
+    decode_properties,
     decode_records,
-    encode_properties,
     split_keys,
     unpack_address,
 )
@@ -83,7 +81,7 @@ def _from_columns(
         size_bytes = header[0]
         body_start = start + HEADER_BYTES
         keys, tags, uniq_key, properties = _promoted(
-            records[properties_start : start + size_bytes - TRAILER_BYTES]
+            decode_properties(records[properties_start : start + size_bytes - TRAILER_BYTES])
         )
         if header[9] != born_host[0] or header[10] != born_host[1]:
             born_host = (header[9], header[10])
@@ -134,16 +132,7 @@ def _from_decoded(records: bytes) -> list[Message]:
     hosts = _HostCache()
     # A DecodedRecord: the 13 fields from queue_id on, size, body CRC, topic, body, properties.
     return [
-        _message(
-            hosts,
-            row[15],
-            row[:13],
-            row[13],
-            row[14],
-            row[16],
-            # Decoded and checked already: encoded again, so both paths promote alike.
-            _promoted(encode_properties(row[17])),
-        )
+        _message(hosts, row[15], row[:13], row[13], row[14], row[16], _promoted(row[17]))
         for row in decoded
     ]
 
@@ -224,37 +213,24 @@ class _HostCache:
         return known
 
 
-def _promoted(encoded: bytes) -> _Promoted:
-    """(keys, tags, uniq key, the other properties) of a record's encoded property list
-    (``key\\x01value\\x02`` pairs, the trailer excluded): the first value of each promoted
-    property counts, as in StoredMessage. Parsed and sorted in one pass, not through the
-    store's ``decode_properties`` (a tuple per pair, then a second loop: a third more time, once
-    per consumed message); it refuses what that refuses, with CorruptRecordError."""
-    try:
-        text = str(encoded, "utf-8")
-    except UnicodeDecodeError as error:
-        raise CorruptRecordError(f"properties are not UTF-8: {error}") from None
-    if not text:
-        return (), "", "", ()
-    if text[-1] != PROPERTY_SEPARATOR:
-        raise CorruptRecordError("properties do not end with the pair separator \\x02")
+def _promoted(all_properties: Sequence[tuple[str, str]]) -> _Promoted:
+    """(keys, tags, uniq key, the other properties): the first value of each promoted
+    property counts, as in StoredMessage."""
     keys: str | None = None
     tags: str | None = None
     uniq_key: str | None = None
     properties: list[tuple[str, str]] = []
-    for item in text[:-1].split(PROPERTY_SEPARATOR):
-        name, separator, value = item.partition(NAME_VALUE_SEPARATOR)
-        if not separator or NAME_VALUE_SEPARATOR in value:
-            raise CorruptRecordError(f"property {item!r} is not one key\\x01value pair")
+    for pair in all_properties:
+        name = pair[0]
         if name == PROPERTY_TAGS:
             if tags is None:
-                tags = value
+                tags = pair[1]
         elif name == PROPERTY_UNIQ_KEY:
             if uniq_key is None:
-                uniq_key = value
+                uniq_key = pair[1]
         elif name == PROPERTY_KEYS:
             if keys is None:
-                keys = value
+                keys = pair[1]
         else:
-            properties.append((name, value))
+            properties.append(pair)
     return split_keys(keys) if keys else (), tags or "", uniq_key or "", tuple(properties)
